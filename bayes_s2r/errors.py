@@ -1,0 +1,56 @@
+"""The one error type users see for bad input."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["InputError", "require", "require_finite", "require_finite_nonneg", "require_int_nonneg"]
+
+
+class InputError(ValueError):
+    """Bad input: the message names the field, the value and what was expected."""
+
+    def __init__(self, field: str, value: Any, expected: str, *, where: str | None = None):
+        self.field = field
+        self.value = value
+        self.expected = expected
+        self.where = where
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}{field}={value!r}: expected {expected}")
+
+
+def require(condition: bool, field: str, value: Any, expected: str) -> None:
+    """Raise `InputError(field, value, expected)` unless `condition` holds."""
+    if not condition:
+        raise InputError(field, value, expected)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) or (
+        hasattr(value, "dtype") and getattr(value, "shape", None) == () and value.dtype.kind in "iuf"
+    )
+
+
+def require_finite_nonneg(field: str, value: Any) -> float:
+    """Return `value` as a float, or raise unless it is a finite number >= 0."""
+    if not _is_real(value) or not math.isfinite(float(value)) or float(value) < 0:
+        raise InputError(field, value, "a finite number >= 0")
+    return float(value)
+
+
+def require_finite(field: str, value: Any) -> float:
+    """Return `value` as a float, or raise unless it is a finite number."""
+    if not _is_real(value) or not math.isfinite(float(value)):
+        raise InputError(field, value, "a finite number")
+    return float(value)
+
+
+def require_int_nonneg(field: str, value: Any) -> int:
+    """Return `value` as an int, or raise unless it is a whole number >= 0."""
+    if isinstance(value, bool) or not _is_real(value):
+        raise InputError(field, value, "a whole number >= 0")
+    f = float(value)
+    if not math.isfinite(f) or f < 0 or f != int(f):
+        raise InputError(field, value, "a whole number >= 0")
+    return int(f)

@@ -1,0 +1,1 @@
+"""NumPyro models as plain functions of their data."""
