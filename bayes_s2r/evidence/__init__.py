@@ -1,5 +1,7 @@
 """Evidence: record types, the SQLite ledger and file import/export."""
 
+from bayes_s2r.evidence.io import dump_candidates, load_candidates
+from bayes_s2r.evidence.ledger import ImportResult, Ledger
 from bayes_s2r.evidence.records import (
     RECORD_TYPES,
     DecisionRecord,
@@ -26,4 +28,8 @@ __all__ = [
     "SensitivityTrial",
     "SystemIdRecord",
     "record_from_dict",
+    "Ledger",
+    "ImportResult",
+    "load_candidates",
+    "dump_candidates",
 ]

@@ -38,6 +38,9 @@ TIERS = ("direct", "proxy", "ablation")
 # Each field has a kind; `_parse(kind, field, value, coerce)` returns the clean value or
 # raises InputError. `coerce=True` accepts the strings that CSV files carry.
 
+_INT_LIMIT = 2**63  # counts must fit the 64-bit integers of SQLite and NumPy
+
+
 def _parse_int(field, value, coerce):
     if coerce and isinstance(value, str):
         try:
@@ -46,7 +49,11 @@ def _parse_int(field, value, coerce):
             raise InputError(field, value, "a whole number >= 0") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(field, value, "a whole number >= 0")
-    if not math.isfinite(value) or value < 0 or value != int(value):
+    if isinstance(value, int):
+        if value < 0 or value >= _INT_LIMIT:
+            raise InputError(field, value, "a whole number >= 0 and < 2**63")
+        return value
+    if not math.isfinite(value) or value < 0 or value != int(value) or value >= _INT_LIMIT:
         raise InputError(field, value, "a whole number >= 0")
     return int(value)
 
@@ -60,6 +67,10 @@ def _parse_float(field, value, coerce, *, nonneg=False):
             raise InputError(field, value, expected) from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(field, value, expected)
+    try:
+        value = float(value)
+    except OverflowError:  # an int too large for a float
+        raise InputError(field, value, expected) from None
     if not math.isfinite(value) or (nonneg and value < 0):
         raise InputError(field, value, expected)
     return float(value)
@@ -191,7 +202,7 @@ class Record:
         if not isinstance(data, Mapping):
             raise InputError(cls.KIND, data, "a mapping of field -> value")
         allowed = set(cls.FIELDS) | {"id", "kind"}
-        unknown = sorted(k for k in data if k not in allowed and not (coerce and data[k] in ("", None)))
+        unknown = sorted((k for k in data if k not in allowed and not (coerce and data[k] in ("", None))), key=str)
         if unknown:
             raise InputError(f"{cls.KIND}.{unknown[0]}", data[unknown[0]], f"a field among {sorted(allowed)}")
         defaults = {f.name: f.default for f in dataclasses.fields(cls)}
@@ -424,6 +435,6 @@ def record_from_dict(data: Mapping[str, Any], *, kind: str | None = None, coerce
     if not isinstance(data, Mapping):
         raise InputError("record", data, "a mapping of field -> value")
     k = data.get("kind") or kind
-    if k not in RECORD_TYPES:
+    if not isinstance(k, str) or k not in RECORD_TYPES:
         raise InputError("kind", k, f"one of {sorted(RECORD_TYPES)}")
     return RECORD_TYPES[k].from_dict(data, coerce=coerce)

@@ -1,0 +1,382 @@
+"""The evidence ledger: an append-only SQLite store of evidence records.
+
+A `Ledger` is one SQLite file (standard-library `sqlite3`, WAL journal). Records are
+stored as canonical JSON under their stable id; adding the same record again changes
+nothing, and a different record under an id already used is refused. Every write is one
+transaction, so a rejected input or a process killed mid-import leaves the ledger as it
+was. A small key/value `meta` table holds campaign state (mutable, unlike evidence).
+
+The schema carries a version; `MIGRATIONS` lists the forward steps, applied in order when
+an older file is opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from bayes_s2r.errors import InputError
+from bayes_s2r.evidence.records import RECORD_TYPES, Record, record_from_dict
+
+__all__ = ["Ledger", "ImportResult", "MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+
+
+class Migration(NamedTuple):
+    """One forward schema step.
+
+    Attributes:
+        version: the schema version the database has after this step.
+        description: what the step changes, stored in the `schema_version` table.
+        statements: SQL statements run in order inside the step's transaction.
+    """
+
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "evidence records and schema history", (
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL,"
+        " applied_at TEXT NOT NULL)",
+        "CREATE TABLE records (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
+        " kind TEXT NOT NULL, payload TEXT NOT NULL)",
+    )),
+    Migration(2, "campaign meta table and an index on record kind", (
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        "CREATE INDEX records_kind ON records (kind, seq)",
+    )),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+class ImportResult(NamedTuple):
+    """What one import did.
+
+    Attributes:
+        path: the file read.
+        read: number of records in the file.
+        added: number of them that were new (the rest were already stored, identical).
+    """
+
+    path: str
+    read: int
+    added: int
+
+
+def _canonical(record: Record) -> str:
+    return json.dumps(record.to_dict(), sort_keys=True, allow_nan=False, separators=(",", ":"))
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The schema version of an open database (0 for an empty file)."""
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    ).fetchone()
+    if row is None:
+        return 0
+    (version,) = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
+    return int(version)
+
+
+def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
+    """Apply the forward migrations up to `target` (default: the latest); return the version.
+
+    Each step runs in its own `BEGIN IMMEDIATE` transaction and re-reads the version inside
+    it, so two processes opening one old file at once migrate it once. The connection must
+    be in autocommit mode (`isolation_level=None`).
+
+    Raises:
+        InputError: when the file's schema is newer than this code knows.
+    """
+    target = SCHEMA_VERSION if target is None else target
+    current = schema_version(conn)
+    if current > SCHEMA_VERSION:
+        raise InputError("schema_version", current,
+                         f"at most {SCHEMA_VERSION} (the file was written by a newer bayes_s2r)")
+    for step in MIGRATIONS:
+        if step.version > target:
+            break
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if schema_version(conn) >= step.version:
+                conn.execute("ROLLBACK")
+                continue
+            for sql in step.statements:
+                conn.execute(sql)
+            conn.execute(
+                "INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
+                (step.version, step.description,
+                 datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return schema_version(conn)
+
+
+def _resolve_kind(kind: str | type[Record] | None) -> str | None:
+    if kind is None:
+        return None
+    if isinstance(kind, type) and issubclass(kind, Record) and getattr(kind, "KIND", None):
+        return kind.KIND
+    if isinstance(kind, str) and kind in RECORD_TYPES:
+        return kind
+    raise InputError("kind", kind, f"a record kind among {sorted(RECORD_TYPES)} or a record class")
+
+
+class Ledger:
+    """Append-only evidence store in one SQLite file.
+
+    Args:
+        path: the SQLite file; created (with its parent folder) unless `create` is False.
+        create: when False, a missing file is an InputError instead of a new ledger.
+        timeout: seconds to wait for another process's write lock.
+
+    Example:
+        >>> import tempfile, os
+        >>> from bayes_s2r.evidence.records import PairedEval
+        >>> folder = tempfile.mkdtemp()
+        >>> with Ledger(os.path.join(folder, "ledger.sqlite")) as ledger:
+        ...     rec = PairedEval("dr_wide", 40, 50, 31, 50)
+        ...     ledger.add(rec), ledger.add(rec), len(ledger)
+        (True, False, 1)
+    """
+
+    def __init__(self, path: str | os.PathLike, *, create: bool = True, timeout: float = 30.0):
+        self.path = str(path)
+        memory = self.path == ":memory:"
+        if not memory:
+            p = Path(self.path)
+            if p.is_dir():
+                raise InputError("path", self.path, "a ledger file, not a folder")
+            if not p.exists():
+                if not create:
+                    raise InputError("path", self.path, "an existing ledger file (create one with `ledger init`)")
+                p.parent.mkdir(parents=True, exist_ok=True)
+        self._depth = 0
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        except sqlite3.Error as e:
+            raise InputError("path", self.path, f"a ledger file SQLite can open ({e})") from None
+        try:
+            if not memory:
+                self._conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            migrate(self._conn)
+            self._check_tables()
+        except sqlite3.DatabaseError as e:
+            self._conn.close()
+            raise InputError("path", self.path, f"a bayes_s2r ledger (SQLite says: {e})") from None
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _check_tables(self) -> None:
+        names = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        missing = {"schema_version", "records", "meta"} - names
+        if missing:
+            raise InputError("path", self.path, f"a bayes_s2r ledger (tables {sorted(missing)} missing)")
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise InputError("ledger", self.path, "an open ledger (it was closed)")
+        return self._conn
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the file (equal to `SCHEMA_VERSION` once opened)."""
+        return schema_version(self._db())
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Ledger]:
+        """Group writes into one transaction: all of them are stored, or none.
+
+        Nested uses join the outermost transaction. Any exception rolls everything back.
+
+        Example:
+            >>> with Ledger(":memory:") as ledger:
+            ...     with ledger.transaction():
+            ...         _ = ledger.set_meta("round", 3)
+            ...     ledger.get_meta("round")
+            3
+        """
+        db = self._db()
+        if self._depth:
+            self._depth += 1
+            try:
+                yield self
+            finally:
+                self._depth -= 1
+            return
+        db.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield self
+        except BaseException:
+            self._depth = 0
+            db.execute("ROLLBACK")
+            raise
+        self._depth = 0
+        db.execute("COMMIT")
+
+    # ------------------------------------------------------------------ writing
+    def _insert(self, record: Record, text: str) -> bool:
+        """Store one record inside the open transaction; True if it was new."""
+        db = self._db()
+        row = db.execute("SELECT kind, payload FROM records WHERE id = ?", (record.id,)).fetchone()
+        if row is not None:
+            if row[1] == text:
+                return False
+            raise InputError(
+                f"{record.KIND}.id", record.id,
+                f"an id not already used by a different {row[0]} record (ids are stable: "
+                "give this record its own id, or leave id empty to use its content hash)",
+            )
+        db.execute("INSERT INTO records (id, kind, payload) VALUES (?, ?, ?)",
+                   (record.id, record.KIND, text))
+        return True
+
+    def add(self, record: Record) -> bool:
+        """Append one record; True if new, False if the identical record is already stored.
+
+        Raises:
+            InputError: `record` is not a Record, or its id holds a different record.
+        """
+        return self.add_many([record]) == 1
+
+    def add_many(self, records: Iterable[Record], *, where: Callable[[int], str] | None = None) -> int:
+        """Append records atomically (all or none); return how many were new.
+
+        Args:
+            records: evidence records.
+            where: optional function of the 0-based position giving the source of a record
+                ("file.csv, row 7"), used in error messages.
+
+        Raises:
+            InputError: a non-record, or an id that holds a different record (in the
+                ledger or earlier in `records`); nothing is stored then.
+        """
+        items = list(records)
+        texts = []
+        for i, rec in enumerate(items):
+            if not isinstance(rec, Record) or not hasattr(rec, "id"):
+                raise InputError(f"records[{i}]", rec, "an evidence record such as PairedEval(...)")
+            texts.append(_canonical(rec))
+        added = 0
+        with self.transaction():
+            for i, (rec, text) in enumerate(zip(items, texts)):
+                try:
+                    added += self._insert(rec, text)
+                except InputError as e:
+                    loc = where(i) if where else f"records[{i}]"
+                    raise InputError(e.field, e.value, e.expected, where=loc) from None
+        return added
+
+    # ------------------------------------------------------------------ reading
+    def records(self, kind: str | type[Record] | None = None) -> list[Record]:
+        """All records (or those of one kind) in insertion order."""
+        k = _resolve_kind(kind)
+        sql = "SELECT payload FROM records" + (" WHERE kind = ?" if k else "") + " ORDER BY seq"
+        rows = self._db().execute(sql, (k,) if k else ())
+        return [record_from_dict(json.loads(text), coerce=False) for (text,) in rows]
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records())
+
+    def get(self, record_id: str) -> Record | None:
+        """The record stored under `record_id`, or None."""
+        row = self._db().execute("SELECT payload FROM records WHERE id = ?", (record_id,)).fetchone()
+        return None if row is None else record_from_dict(json.loads(row[0]), coerce=False)
+
+    def __contains__(self, item: Record | str) -> bool:
+        ident = item.id if isinstance(item, Record) else item
+        return self._db().execute("SELECT 1 FROM records WHERE id = ?", (ident,)).fetchone() is not None
+
+    def __len__(self) -> int:
+        return int(self._db().execute("SELECT COUNT(*) FROM records").fetchone()[0])
+
+    def counts(self) -> dict[str, int]:
+        """Number of stored records per kind, for kinds present, in `RECORD_TYPES` order."""
+        got = dict(self._db().execute("SELECT kind, COUNT(*) FROM records GROUP BY kind").fetchall())
+        return {k: int(got[k]) for k in RECORD_TYPES if k in got}
+
+    # ------------------------------------------------------------------ campaign meta
+    def set_meta(self, key: str, value: Any) -> Any:
+        """Store a JSON-serializable `value` under `key` (replacing any previous value)."""
+        if not isinstance(key, str) or not key.strip():
+            raise InputError("meta.key", key, "a non-empty text key")
+        try:
+            text = json.dumps(value, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError):
+            raise InputError(f"meta.{key}", value, "JSON-serializable data with finite numbers") from None
+        with self.transaction():
+            self._db().execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, text))
+        return json.loads(text)
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        """The value stored under `key`, or `default`."""
+        row = self._db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    def meta(self) -> dict[str, Any]:
+        """Every meta key and value."""
+        return {k: json.loads(v) for k, v in self._db().execute("SELECT key, value FROM meta ORDER BY key")}
+
+    # ------------------------------------------------------------------ files
+    def import_csv(self, path: str | os.PathLike, *, kind: str | type[Record] | None = None) -> ImportResult:
+        """Import a CSV file atomically (see `bayes_s2r.evidence.io.read_csv` for the format)."""
+        from bayes_s2r.evidence.io import read_csv
+
+        return self._import(path, read_csv(path, kind=_resolve_kind(kind)))
+
+    def import_json(self, path: str | os.PathLike) -> ImportResult:
+        """Import a JSON file atomically (see `bayes_s2r.evidence.io.read_json` for the format)."""
+        from bayes_s2r.evidence.io import read_json
+
+        return self._import(path, read_json(path))
+
+    def _import(self, path, parsed) -> ImportResult:
+        records, sources = parsed
+        added = self.add_many(records, where=lambda i: f"{path}, {sources[i]}")
+        return ImportResult(str(path), len(records), added)
+
+    def export_csv(self, path: str | os.PathLike) -> int:
+        """Write every record to one CSV file (a `kind` column plus the union of fields)."""
+        from bayes_s2r.evidence.io import write_csv
+
+        return write_csv(self.records(), path)
+
+    def export_json(self, path: str | os.PathLike) -> int:
+        """Write every record to a JSON file {"schema_version": ..., "records": [...]}."""
+        from bayes_s2r.evidence.io import write_json
+
+        return write_json(self.records(), path)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._conn is None else f"{len(self)} records"
+        return f"Ledger({self.path!r}, {state})"
