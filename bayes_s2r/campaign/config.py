@@ -1,0 +1,113 @@
+"""Campaign configuration: the budget, prices, gates and loop settings, stored in the ledger."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from bayes_s2r.errors import InputError
+from bayes_s2r.vocab import Budget, ResourceWeights
+
+__all__ = ["CampaignConfig"]
+
+_FIT_METHODS = ("nuts", "svi")
+_UTILITIES = ("mean", "lcb", "cvar")
+
+
+def _prob(field: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < 1.0:
+        raise InputError(field, value, "a probability strictly between 0 and 1")
+    return float(value)
+
+
+def _count(field: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(field, value, f"a whole number >= {minimum}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class CampaignConfig:
+    """Everything a campaign needs besides its candidates and its executor.
+
+    Args:
+        budget: the starting budget b_0 (also the reference for scarcity pricing).
+        weights: resource weights λ0 and the scarcity exponent.
+        alpha_exec: execution-risk level of the candidate gate.
+        alpha_deploy: deployment-risk level the terminal policy must meet.
+        delta: one minus the confidence of both upper bounds.
+        beta: weight of the look-ahead value CVU in Q.
+        cvu_samples: simulated outcomes per candidate in the look-ahead.
+        max_rounds: round limit; the last round is terminal (CVU = 0).
+        fit_method: "nuts" (exact, slower) or "svi" (fast) for the gain posterior.
+        fit_draws: posterior draws per chain kept from the fit.
+        utility: the decision functional ("mean", "lcb", "cvar").
+        deploy_episodes: episodes of the deployment evaluation at the stop.
+        accept_regressions: adopt an adaptation's policy even when its paired evaluation
+            shows it worse than the current one (default False: a lab does not deploy a
+            measured regression; the evidence is kept either way).
+        allow_bad_belief: decide on a belief that failed its diagnostics.
+        seed: the campaign's seed; round t uses a key folded from it and t.
+    """
+
+    budget: Budget
+    weights: ResourceWeights = dataclasses.field(default_factory=ResourceWeights)
+    alpha_exec: float = 0.05
+    alpha_deploy: float = 0.05
+    delta: float = 0.05
+    beta: float = 1.0
+    cvu_samples: int = 256
+    max_rounds: int = 8
+    fit_method: str = "svi"
+    fit_draws: int = 1000
+    utility: str = "mean"
+    deploy_episodes: int = 200
+    accept_regressions: bool = False
+    allow_bad_belief: bool = False
+    seed: int = 0
+
+    def __post_init__(self):
+        if not isinstance(self.budget, Budget):
+            raise InputError("config.budget", self.budget, "a Budget")
+        if not isinstance(self.weights, ResourceWeights):
+            raise InputError("config.weights", self.weights, "a ResourceWeights")
+        for f in ("alpha_exec", "alpha_deploy", "delta"):
+            object.__setattr__(self, f, _prob(f"config.{f}", getattr(self, f)))
+        if isinstance(self.beta, bool) or not isinstance(self.beta, (int, float)) or self.beta < 0:
+            raise InputError("config.beta", self.beta, "a number >= 0")
+        _count("config.cvu_samples", self.cvu_samples, 1)
+        _count("config.max_rounds", self.max_rounds, 1)
+        _count("config.fit_draws", self.fit_draws, 50)
+        _count("config.deploy_episodes", self.deploy_episodes, 1)
+        _count("config.seed", self.seed, 0)
+        if self.fit_method not in _FIT_METHODS:
+            raise InputError("config.fit_method", self.fit_method, f"one of {_FIT_METHODS}")
+        if self.utility not in _UTILITIES:
+            raise InputError("config.utility", self.utility, f"one of {_UTILITIES}")
+        for f in ("accept_regressions", "allow_bad_belief"):
+            if not isinstance(getattr(self, f), bool):
+                raise InputError(f"config.{f}", getattr(self, f), "true or false")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["budget"] = dataclasses.asdict(self.budget)
+        out["weights"] = dataclasses.asdict(self.weights)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CampaignConfig:
+        if not isinstance(data, Mapping) or "budget" not in data:
+            raise InputError("config", data, "a mapping with at least a budget")
+        values = dict(data)
+        values["budget"] = Budget.from_mapping(values["budget"])
+        if "weights" in values:
+            w = values["weights"]
+            if not isinstance(w, Mapping):
+                raise InputError("config.weights", w, "a mapping real/compute/eng/scarcity")
+            values["weights"] = ResourceWeights(**w)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise InputError(f"config.{unknown[0]}", values[unknown[0]], f"a field among {sorted(known)}")
+        return cls(**values)

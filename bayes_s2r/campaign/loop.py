@@ -1,0 +1,213 @@
+"""The closed loop: decide → execute → record → refit, one committed round at a time.
+
+Each round rebuilds the state from the ledger, fits the belief, calls `decide`, runs the
+chosen candidate through the executor and commits the decision, the evidence, the
+realized cost and the new state in one transaction. A stop (economic, budget, no
+feasible candidate, round limit) runs the deployment check on its own evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import jax
+
+from bayes_s2r.campaign.config import CampaignConfig
+from bayes_s2r.campaign.executor import Execution, Executor
+from bayes_s2r.campaign.state import META_KEYS, CampaignState, init_campaign, load_state
+from bayes_s2r.evidence.io import candidate_to_mapping
+from bayes_s2r.evidence.ledger import Ledger
+from bayes_s2r.evidence.records import DecisionRecord, PairedEval, RealizedCost
+from bayes_s2r.vocab import validate_candidates
+
+__all__ = ["RoundReport", "start_campaign", "run_round", "run_campaign", "resume_campaign"]
+
+_EXECUTOR_PREFIX = "executor."
+
+
+class RoundReport(NamedTuple):
+    """What one round did, for progress displays.
+
+    Attributes:
+        state: the state after the round.
+        decision: the `Decision` of the round (None for a round-limit stop).
+        execution: what the executor returned (None at a stop).
+        adopted: whether an adaptation's policy became the deployed one.
+        deployment: the deployment check at a stop (a dict), else None.
+    """
+
+    state: CampaignState
+    decision: Any
+    execution: Execution | None
+    adopted: bool
+    deployment: dict | None
+
+
+def _jsonable(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():
+        return _jsonable(value.item())
+    return value
+
+
+def _memory(ledger: Ledger) -> dict[str, Any]:
+    return {k[len(_EXECUTOR_PREFIX):]: v for k, v in ledger.meta().items() if k.startswith(_EXECUTOR_PREFIX)}
+
+
+def start_campaign(ledger: Ledger, candidates, config: CampaignConfig, executor: Executor, *,
+                   world: Any = None) -> CampaignState:
+    """Write a new campaign into `ledger` and return its initial state."""
+    init_campaign(ledger, candidates, config, policy=executor.initial_policy(), world=world)
+    return load_state(ledger)
+
+
+def _round_seed(config: CampaignConfig, t: int) -> int:
+    return config.seed * 10_007 + t
+
+
+def _decision_record(decision, t: int, seed: int, state: CampaignState, belief) -> DecisionRecord:
+    from bayes_s2r import __version__
+
+    table = decision.table.reset_index().rename(columns={"index": "name", "candidate": "name"})
+    rows = _jsonable(table.to_dict(orient="records"))
+    summary = belief.summary() if belief is not None else None
+    extra = {
+        "p_best": _jsonable(dict(decision.p_best)),
+        "flip_probability": _jsonable(float(decision.flip_probability)),
+        "budget": {"real": state.budget.real, "compute": state.budget.compute, "eng": state.budget.eng},
+        "lambda": _jsonable([float(x) for x in decision.lambda_]),
+        "belief": {} if summary is None else _jsonable(summary.to_dict(orient="index")),
+        "current_J": _jsonable(state.current_J),
+        "utility": decision.utility,
+        "policy": state.policy,
+    }
+    return DecisionRecord(round=t, chosen=decision.best, stop_reason=decision.stop_reason,
+                          table=rows, seed=seed, version=__version__, extra=extra)
+
+
+def _finish(ledger: Ledger, executor: Executor, state: CampaignState, key, reason: str,
+            decision_record: DecisionRecord | None) -> dict:
+    """Stop: evaluate the deployed policy and check the deployment chance constraint."""
+    from bayes_s2r.belief import fit_deploy_risk
+
+    cfg, t = state.config, state.round
+    evaluation = executor.evaluate_deployment(key, round=t, policy=state.policy,
+                                              episodes=cfg.deploy_episodes, memory=_memory(ledger))
+    risk = fit_deploy_risk([evaluation], state.policy)
+    ucb = float(risk.ucb(cfg.delta))
+    deployment = {
+        "policy": state.policy, "episodes": evaluation.episodes, "successes": evaluation.successes,
+        "unsafe": evaluation.unsafe, "J_real": evaluation.successes / evaluation.episodes,
+        "ucb_unsafe": ucb, "alpha_deploy": cfg.alpha_deploy, "delta": cfg.delta,
+        "passes": bool(ucb <= cfg.alpha_deploy), "stop_reason": reason, "round": t,
+    }
+    if decision_record is None:
+        decision_record = DecisionRecord(round=t, chosen=None, stop_reason=reason, seed=_round_seed(cfg, t),
+                                         version=_version(), extra={"policy": state.policy})
+    with ledger.transaction():
+        ledger.add_many([decision_record, evaluation])
+        ledger.set_meta(META_KEYS["deployment"], deployment)
+        ledger.set_meta(META_KEYS["status"], "stopped")
+        ledger.set_meta(META_KEYS["completed"], t)
+    return deployment
+
+
+def _version() -> str:
+    from bayes_s2r import __version__
+
+    return __version__
+
+
+def fit_round_belief(evidence, state: CampaignState, seed: int):
+    """The gain belief and execution-risk belief of round t, fitted on all evidence so far."""
+    from bayes_s2r.belief import fit_exec_risk, fit_gains
+
+    cfg = state.config
+    belief = fit_gains(evidence, state.candidates, method=cfg.fit_method, seed=seed,
+                       current_policy=state.policy)
+    risk = fit_exec_risk(evidence, state.candidates)
+    return belief, risk
+
+
+def run_round(ledger: Ledger, executor: Executor) -> RoundReport:
+    """Run the next round of the campaign in `ledger` and commit it."""
+    from bayes_s2r.decision import decide
+
+    state = load_state(ledger)
+    if state.status == "stopped":
+        return RoundReport(state, None, None, False, ledger.get_meta(META_KEYS["deployment"]))
+    cfg, t = state.config, state.round
+    k_exec, k_deploy = jax.random.split(jax.random.fold_in(jax.random.key(cfg.seed), t))
+    if t >= cfg.max_rounds:
+        deployment = _finish(ledger, executor, state, k_deploy, "round_limit", None)
+        return RoundReport(load_state(ledger), None, None, False, deployment)
+
+    seed = _round_seed(cfg, t)
+    belief, risk = fit_round_belief(ledger.records(), state, seed)
+    decision = decide(
+        belief, state.candidates, state.budget, cfg.weights, risk=risk, alpha_exec=cfg.alpha_exec,
+        delta=cfg.delta, beta=cfg.beta, cvu_samples=cfg.cvu_samples,
+        terminal=(t == cfg.max_rounds - 1), seed=seed, reference=cfg.budget,
+        current_J=state.current_J, done=state.done, utility=cfg.utility,
+        allow_bad_belief=cfg.allow_bad_belief,
+    )
+    record = _decision_record(decision, t, seed, state, belief)
+    if decision.best is None:
+        deployment = _finish(ledger, executor, state, k_deploy, decision.stop_reason, record)
+        return RoundReport(load_state(ledger), decision, None, False, deployment)
+
+    candidate = next(c for c in state.candidates if c.name == decision.best)
+    execution = executor.execute(k_exec, candidate, round=t, policy=state.policy, memory=_memory(ledger))
+    adopted, policy, current_J = False, state.policy, state.current_J
+    for rec in execution.records:
+        if isinstance(rec, PairedEval) and rec.round == t and rec.policy in (None, state.policy):
+            current_J = rec.successes_control / rec.episodes_control
+            if execution.policy is not None and rec.candidate == candidate.name:
+                adopted = cfg.accept_regressions or rec.delta_hat >= 0
+                if adopted:
+                    policy = execution.policy
+                    current_J = rec.successes_treated / rec.episodes_treated
+    cost = execution.cost
+    realized = RealizedCost(candidate.name, round=t, real=cost.real, compute=cost.compute, eng=cost.eng)
+    candidates = state.candidates
+    if execution.new_candidates:
+        candidates = validate_candidates([*candidates, *execution.new_candidates])
+    with ledger.transaction():
+        ledger.add_many([record, *execution.records, realized])
+        for key, value in execution.memory.items():
+            ledger.set_meta(_EXECUTOR_PREFIX + key, _jsonable(value))
+        if execution.new_candidates:
+            ledger.set_meta(META_KEYS["candidates"], [candidate_to_mapping(c) for c in candidates])
+        ledger.set_meta(META_KEYS["policy"], policy)
+        if current_J is not None:
+            ledger.set_meta(META_KEYS["current_J"], float(current_J))
+        ledger.set_meta(META_KEYS["completed"], t)
+    new_state = load_state(ledger)
+    if new_state.budget.exhausted():
+        deployment = _finish(ledger, executor, new_state, k_deploy, "budget", None)
+        return RoundReport(load_state(ledger), decision, execution, adopted, deployment)
+    return RoundReport(new_state, decision, execution, adopted, None)
+
+
+def run_campaign(ledger: Ledger, executor: Executor, *,
+                 on_round: Callable[[RoundReport], None] | None = None) -> CampaignState:
+    """Run rounds until the campaign stops; `on_round` sees every round's report."""
+    while True:
+        report = run_round(ledger, executor)
+        if on_round is not None:
+            on_round(report)
+        if report.state.status == "stopped":
+            return report.state
+
+
+def resume_campaign(ledger: Ledger, executor: Executor, **kwargs) -> CampaignState:
+    """Continue a campaign from its last completed round (same result as never stopping)."""
+    load_state(ledger)  # a clear error if the ledger holds no campaign
+    return run_campaign(ledger, executor, **kwargs)
