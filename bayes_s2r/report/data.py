@@ -1,0 +1,375 @@
+"""What the report reads from a ledger, as tidy tables.
+
+`load_report_data` takes a `Ledger` (anything with `.records()` and `.get_meta(key,
+default)`) or a list of records plus a meta dict, and returns `ReportData`; the functions
+below turn it into one pandas DataFrame per figure. Nothing here draws; nothing here
+needs anything but the ledger's content (the contract in the campaign's ledger notes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+from scipy import stats
+
+from bayes_s2r.errors import InputError
+from bayes_s2r.evidence.records import (
+    DecisionRecord,
+    DeploymentEval,
+    ExecutionOutcome,
+    PairedEval,
+    RealizedCost,
+    Record,
+    SensitivityTrial,
+)
+from bayes_s2r.report.intervals import clopper_pearson_upper, newcombe_difference
+from bayes_s2r.vocab import RESOURCES
+
+__all__ = [
+    "ReportData",
+    "believed_vs_realized",
+    "budget_frame",
+    "budget_summary",
+    "decision_table",
+    "decisions_frame",
+    "deployment_check",
+    "exec_risk_frame",
+    "load_report_data",
+    "sensitivity_frames",
+]
+
+META_KEYS = ("campaign", "last_completed_round", "deployment")
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportData:
+    """The ledger's content as the report sees it.
+
+    Attributes:
+        records: every record, in ledger order.
+        meta: the campaign metadata (keys "campaign", "last_completed_round", "deployment").
+        decisions: one DecisionRecord per round, sorted by round (the last one written
+            wins when a round was decided twice, e.g. after a resume).
+    """
+
+    records: tuple[Record, ...]
+    meta: Mapping[str, Any]
+    decisions: tuple[DecisionRecord, ...]
+
+    @property
+    def campaign(self) -> dict[str, Any]:
+        c = self.meta.get("campaign")
+        return dict(c) if isinstance(c, Mapping) else {}
+
+    def of(self, cls: type[Record]) -> list[Record]:
+        return [r for r in self.records if isinstance(r, cls)]
+
+    def setting(self, key: str, default: float) -> float:
+        v = self.campaign.get(key, default)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
+
+    def roles(self) -> dict[str, str]:
+        """Candidate name -> role, from the campaign's candidates and the decision tables."""
+        out: dict[str, str] = {}
+        for d in self.decisions:
+            for row in d.payload()["table"] or []:
+                if isinstance(row, Mapping) and row.get("name") and row.get("role"):
+                    out[row["name"]] = row["role"]
+        for c in self.campaign.get("candidates") or []:
+            if isinstance(c, Mapping) and c.get("name") and c.get("role"):
+                out[c["name"]] = c["role"]
+        return out
+
+    def robot_touching(self) -> list[str]:
+        """Candidates that touch the robot: flagged in the campaign's candidates, or with
+        an execution bound in a decision table, or with execution outcomes on record."""
+        names: dict[str, None] = {}
+        for c in self.campaign.get("candidates") or []:
+            if isinstance(c, Mapping) and c.get("touches_robot") is True:
+                names[c["name"]] = None
+        for d in self.decisions:
+            for row in d.payload()["table"] or []:
+                if isinstance(row, Mapping) and row.get("ucb_exec") is not None:
+                    names[row["name"]] = None
+        for r in self.of(ExecutionOutcome):
+            names[r.candidate] = None
+        return list(names)
+
+
+def _split_source(source, meta):
+    if hasattr(source, "records") and hasattr(source, "get_meta"):
+        records = source.records()
+        ledger_meta = {}
+        if callable(getattr(source, "meta", None)):
+            ledger_meta = dict(source.meta())
+        for key in META_KEYS:
+            v = source.get_meta(key, None)
+            if v is not None:
+                ledger_meta[key] = v
+        return records, {**ledger_meta, **dict(meta or {})}
+    if isinstance(source, tuple) and len(source) == 2 and isinstance(source[1], Mapping):
+        return source[0], {**dict(source[1]), **dict(meta or {})}
+    return source, dict(meta or {})
+
+
+def load_report_data(source, meta: Mapping[str, Any] | None = None) -> ReportData:
+    """Read a Ledger, or (records, meta), or a list of records with `meta`.
+
+    Args:
+        source: a `Ledger`, a tuple `(records, meta)`, or an iterable of records.
+        meta: campaign metadata; merged over (and winning against) the ledger's own.
+
+    Returns:
+        ReportData.
+
+    Raises:
+        InputError: when `source` holds something that is not an evidence record, or
+            `meta` is not a mapping.
+    """
+    if meta is not None and not isinstance(meta, Mapping):
+        raise InputError("meta", meta, "a mapping of meta key -> JSON value, or None")
+    records, meta = _split_source(source, meta)
+    if isinstance(records, (str, bytes)) or not isinstance(records, Iterable):
+        raise InputError("records", records, "a Ledger, (records, meta), or a list of records")
+    records = tuple(records)
+    for i, r in enumerate(records):
+        if not isinstance(r, Record):
+            raise InputError(f"records[{i}]", r, "an evidence record (bayes_s2r.evidence)")
+    latest: dict[int, DecisionRecord] = {}
+    for r in records:
+        if isinstance(r, DecisionRecord):
+            latest[r.round] = r
+    return ReportData(records, meta, tuple(latest[t] for t in sorted(latest)))
+
+
+# ----------------------------------------------------------------------------- per figure
+
+def _num(v) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+
+
+def decision_table(d: DecisionRecord) -> pd.DataFrame:
+    """The round's candidate table, indexed by name; nulls (NaN in the decision) as NaN."""
+    rows = [dict(r) for r in (d.payload()["table"] or []) if isinstance(r, Mapping) and r.get("name")]
+    if not rows:
+        return pd.DataFrame(columns=["role", "mu_dJ", "U0", "CVU", "Q", "feasible"])
+    df = pd.DataFrame(rows).set_index("name")
+    for col in ("mu_dJ", "C_lambda", "U0", "MV", "CVU", "Q", "ucb_exec"):
+        if col in df:
+            df[col] = [_num(v) for v in df[col]]
+    if "feasible" not in df:
+        df["feasible"] = True
+    df["feasible"] = [v is True for v in df["feasible"]]
+    return df
+
+
+def _extra(d: DecisionRecord) -> dict[str, Any]:
+    e = d.payload()["extra"]
+    return e if isinstance(e, dict) else {}
+
+
+def _ranked(table: pd.DataFrame) -> list[str]:
+    if "Q" not in table:
+        return []
+    feas = table[table["feasible"] & table["Q"].notna()]
+    return list(feas.sort_values("Q", ascending=False, kind="stable").index)
+
+
+def decisions_frame(data: ReportData) -> pd.DataFrame:
+    """One row per round: chosen (or the best feasible at a stop), runner-up, Q, U0, CVU,
+    flip probability and p_best of the chosen."""
+    beta = data.setting("beta", 1.0)
+    rows = []
+    for d in data.decisions:
+        table, extra = decision_table(d), _extra(d)
+        ranked = _ranked(table)
+        lead = d.chosen if d.chosen in table.index else (ranked[0] if ranked else None)
+        runner = next((n for n in ranked if n != lead), None)
+        row = {"round": d.round, "chosen": d.chosen, "stop_reason": d.stop_reason,
+               "lead": lead, "runner_up": runner, "beta": beta,
+               "flip_probability": _num(extra.get("flip_probability")),
+               "p_best_chosen": _num((extra.get("p_best") or {}).get(d.chosen or "(stop)"))}
+        for tag, name in (("lead", lead), ("runner_up", runner)):
+            for col in ("U0", "CVU", "Q"):
+                row[f"{col}_{tag}"] = _num(table.at[name, col]) if name and col in table else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _realized_costs(data: ReportData) -> pd.DataFrame:
+    rows = [{"round": r.round, **{k: getattr(r, k) for k in RESOURCES}} for r in data.of(RealizedCost)]
+    df = pd.DataFrame(rows, columns=["round", *RESOURCES])
+    return df.groupby("round")[list(RESOURCES)].sum() if len(df) else df.set_index("round")
+
+
+def _start_budget(data: ReportData) -> dict[str, float] | None:
+    sb = data.campaign.get("start_budget")
+    if isinstance(sb, Mapping) and all(isinstance(sb.get(k), (int, float)) for k in RESOURCES):
+        return {k: float(sb[k]) for k in RESOURCES}
+    for d in data.decisions:  # fall back on the first recorded pre-round budget
+        b = _extra(d).get("budget")
+        if isinstance(b, Mapping) and all(isinstance(b.get(k), (int, float)) for k in RESOURCES):
+            return {k: float(b[k]) for k in RESOURCES}
+    return None
+
+
+def budget_summary(data: ReportData) -> pd.DataFrame | None:
+    """Per resource: start, spent (sum of realized costs), left; None without a start budget."""
+    start = _start_budget(data)
+    if start is None:
+        return None
+    costs = _realized_costs(data)
+    spent = {k: float(costs[k].sum()) if len(costs) else 0.0 for k in RESOURCES}
+    return pd.DataFrame({"start": start, "spent": spent,
+                         "left": {k: start[k] - spent[k] for k in RESOURCES}}).loc[list(RESOURCES)]
+
+
+def budget_frame(data: ReportData) -> pd.DataFrame | None:
+    """Remaining budget per resource before each round and after the last one.
+
+    Columns: round (the budget is the one left *before* that round; the last row is the
+    end of the campaign), `<resource>` (start minus realized costs of earlier rounds) and
+    `<resource>_recorded` (the pre-round budget the campaign stored, NaN where absent).
+    """
+    start = _start_budget(data)
+    if start is None:
+        return None
+    costs = _realized_costs(data)
+    rounds = sorted({d.round for d in data.decisions} | set(costs.index.tolist()))
+    if not rounds:
+        return None
+    recorded = {d.round: _extra(d).get("budget") or {} for d in data.decisions}
+    rows = []
+    for t in [*rounds, rounds[-1] + 1]:
+        used = costs[costs.index < t].sum() if len(costs) else pd.Series(0.0, index=list(RESOURCES))
+        row = {"round": t}
+        for k in RESOURCES:
+            row[k] = start[k] - float(used.get(k, 0.0))
+            row[f"{k}_recorded"] = _num(recorded.get(t, {}).get(k))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def believed_vs_realized(data: ReportData, level: float = 0.9) -> pd.DataFrame:
+    """Each executed adaptation: believed gain (μ and stored HDI) and realized ΔĴ.
+
+    The realized gain pools the round's PairedEval records of the chosen candidate;
+    its interval is Newcombe's hybrid score interval at `level`.
+    """
+    roles = data.roles()
+    evals = data.of(PairedEval)
+    rows = []
+    for d in data.decisions:
+        c = d.chosen
+        if c is None or roles.get(c) != "adaptation":
+            continue
+        mine = [e for e in evals if e.candidate == c and e.round == d.round]
+        if not mine:
+            continue
+        st, nt = sum(e.successes_treated for e in mine), sum(e.episodes_treated for e in mine)
+        sc, nc = sum(e.successes_control for e in mine), sum(e.episodes_control for e in mine)
+        iv = newcombe_difference(st, nt, sc, nc, level)
+        table = decision_table(d)
+        b = (_extra(d).get("belief") or {}).get(c) or {}
+        mu = _num(table.at[c, "mu_dJ"]) if c in table.index and "mu_dJ" in table else math.nan
+        if math.isnan(mu):
+            mu = _num(b.get("mean"))
+        rows.append({"round": d.round, "candidate": c, "believed": mu,
+                     "hdi_low": _num(b.get("hdi_low")), "hdi_high": _num(b.get("hdi_high")),
+                     "realized": iv.estimate, "low": iv.low, "high": iv.high,
+                     "episodes_treated": nt, "episodes_control": nc})
+    return pd.DataFrame(rows)
+
+
+def sensitivity_frames(data: ReportData, level: float = 0.9):
+    """Drop in success rate at level 1 per direction, and pairwise synergy.
+
+    Uses the trials of the policy with the most recent sensitivity trials. Nominal J(0)
+    pools every level-0 trial of that policy. Returns `(single, pairs, policy)`: single has
+    direction, tier, drop, low, high (Newcombe), j0, j1, n1; pairs has pair, synergy, low,
+    high (normal approximation over four independent proportions).
+    """
+    trials = data.of(SensitivityTrial)
+    if not trials:
+        return pd.DataFrame(), pd.DataFrame(), None
+    last = max(trials, key=lambda r: r.round)
+    trials = [r for r in trials if r.policy == last.policy]
+    nominal = [r for r in trials if r.level == 0 and (r.pair_level in (None, 0))]
+    if not nominal:
+        return pd.DataFrame(), pd.DataFrame(), last.policy
+    s0, n0 = sum(r.successes for r in nominal), sum(r.episodes for r in nominal)
+    at1: dict[str, list[SensitivityTrial]] = {}
+    pairs: dict[tuple[str, str], list[SensitivityTrial]] = {}
+    for r in trials:
+        if r.level == 1 and r.pair_direction is None:
+            at1.setdefault(r.direction, []).append(r)
+        elif r.level == 1 and r.pair_level == 1:
+            pairs.setdefault(tuple(sorted((r.direction, r.pair_direction))), []).append(r)
+    single = []
+    for k, rs in at1.items():
+        s1, n1 = sum(r.successes for r in rs), sum(r.episodes for r in rs)
+        iv = newcombe_difference(s0, n0, s1, n1, level)
+        tiers = sorted({r.tier for r in rs})
+        single.append({"direction": k, "tier": "/".join(tiers), "drop": iv.estimate, "low": iv.low,
+                       "high": iv.high, "j0": s0 / n0, "j1": s1 / n1, "n1": n1})
+    single_df = pd.DataFrame(single)
+    if len(single_df):
+        single_df = single_df.sort_values("drop", ascending=False, kind="stable").reset_index(drop=True)
+    z = float(stats.norm.ppf(0.5 + level / 2))
+
+    def p_var(s, n):  # add-one-half smoothing keeps the variance away from 0 at 0/n and n/n
+        p = (s + 0.5) / (n + 1)
+        return s / n, p * (1 - p) / n
+
+    pair_rows = []
+    for (k, l), rs in pairs.items():
+        if k not in at1 or l not in at1:
+            continue
+        parts = [p_var(s0, n0)]
+        for rr in (at1[k], at1[l], rs):
+            parts.append(p_var(sum(r.successes for r in rr), sum(r.episodes for r in rr)))
+        (j0, v0), (jk, vk), (jl, vl), (jkl, vkl) = parts
+        syn = jk + jl - j0 - jkl  # = ΔJ(k,l) − ΔJ(k) − ΔJ(l) with ΔJ the drop from nominal
+        se = math.sqrt(v0 + vk + vl + vkl)
+        pair_rows.append({"pair": f"{k} × {l}", "synergy": syn, "low": syn - z * se, "high": syn + z * se})
+    return single_df, pd.DataFrame(pair_rows), last.policy
+
+
+def exec_risk_frame(data: ReportData) -> pd.DataFrame:
+    """Per robot-touching candidate: executions, unsafe runs, Clopper–Pearson UCB at
+    1 − delta, alpha_exec and whether the bound passes it."""
+    delta, alpha = data.setting("delta", 0.05), data.setting("alpha_exec", 0.05)
+    outs = data.of(ExecutionOutcome)
+    rows = []
+    for name in data.robot_touching():
+        mine = [r for r in outs if r.candidate == name]
+        n, k = sum(r.executions for r in mine), sum(r.unsafe for r in mine)
+        ucb = clopper_pearson_upper(k, n, delta)
+        rows.append({"candidate": name, "executions": n, "unsafe": k, "ucb": ucb,
+                     "alpha": alpha, "passes": ucb <= alpha})
+    return pd.DataFrame(rows)
+
+
+def deployment_check(data: ReportData) -> dict[str, Any] | None:
+    """The deployment check: meta "deployment", with the bound recomputed from the
+    DeploymentEval of that policy when present (never pooled with execution risk)."""
+    dep = data.meta.get("deployment")
+    evals = data.of(DeploymentEval)
+    if not isinstance(dep, Mapping) and not evals:
+        return None
+    dep = dict(dep) if isinstance(dep, Mapping) else {}
+    policy = dep.get("policy") or evals[-1].policy
+    mine = [e for e in evals if e.policy == policy]
+    out = {"policy": policy, "ucb_unsafe": _num(dep.get("ucb_unsafe")),
+           "alpha_deploy": _num(dep.get("alpha_deploy", data.campaign.get("alpha_deploy"))),
+           "passes": dep.get("passes"), "J_real": _num(dep.get("J_real")),
+           "episodes": sum(e.episodes for e in mine), "unsafe": sum(e.unsafe for e in mine),
+           "successes": sum(e.successes for e in mine)}
+    if out["episodes"]:
+        out["ucb_recomputed"] = clopper_pearson_upper(out["unsafe"], out["episodes"],
+                                                      data.setting("delta", 0.05))
+    return out

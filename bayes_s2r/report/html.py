@@ -1,0 +1,281 @@
+"""`make_report`: one self-contained folder (index.html + PNGs) made from the ledger alone.
+
+The page carries a campaign summary (world, budget per resource, final decision,
+deployability), a decisions table per round with each round's full candidate table
+folded away, and the figures, each with a one-line caption saying how to read it.
+Styling is inline CSS; the only script is a few lines that mark each image as loaded
+(data-loaded="1") or broken ("0"), which the tests read back from a real browser.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bayes_s2r.errors import InputError
+from bayes_s2r.report import data as rd
+from bayes_s2r.report import figures as rf
+from bayes_s2r.report.beliefs import report_belief
+from bayes_s2r.report.page_style import CSS, IMAGE_SCRIPT
+from bayes_s2r.vocab import RESOURCES
+
+__all__ = ["CAPTIONS", "FIGURE_FILES", "make_report"]
+
+FIGURE_FILES = ("posterior.png", "decomposition.png", "budget.png", "believed_realized.png",
+                "stability.png", "sensitivity.png", "risk.png")
+
+CAPTIONS = {
+    "posterior.png": "Each row is one adaptation candidate: the dot is its posterior median gain in "
+                     "success probability, the thick bar its interquartile range, the thin bar its "
+                     "90% highest-density interval; right of the "
+                     "dashed zero line means the candidate is believed to help.",
+    "decomposition.png": "Per round, left: the chosen candidate (or the best one at a stop), right and "
+                         "faded: the runner-up. Blue U0 is the believed gain minus the priced cost, "
+                         "orange β·CVU the look-ahead value, the black tick Q = U0 + β·CVU; the "
+                         "largest Q above 0 is run.",
+    "budget.png": "One panel per resource in its own units: the line is the start budget minus the "
+                  "realized costs, stepping down after each round; crosses are the budget the "
+                  "campaign recorded before the round and should sit on the line.",
+    "believed_realized.png": "For each executed adaptation, blue is the gain believed when it was "
+                             "chosen (mean and stored HDI), orange the gain then measured in the "
+                             "paired evaluation (90% Newcombe interval); orange far from blue means "
+                             "the belief was off.",
+    "stability.png": "Left: the share of posterior draws under which each candidate (or stopping) "
+                     "would be the best choice. Right: the flip probability of the choice made; "
+                     "low means the decision is stable.",
+    "sensitivity.png": "Mismatch directions ranked by the drop in success when that mismatch is set to "
+                       "level 1 (a plausible real-world size), the others nominal, with 90% Newcombe "
+                       "intervals; right: pair synergy, above 0 the pair hurts more than the sum.",
+    "risk.png": "Left: for each candidate that touches the robot, the Clopper–Pearson upper bound on "
+                "P(unsafe execution); green passes α_exec (dashed). Right: the deployment check of "
+                "the terminal policy against α_deploy, a different event never pooled with it.",
+}
+
+STOP_WORDS = {
+    "economic": "economic stop: no feasible candidate has Q > 0",
+    "budget": "stopped: budget exhausted",
+    "no_feasible": "stopped: no feasible candidate",
+    "round_limit": "stopped: round limit reached",
+}
+
+
+def _e(v: Any) -> str:
+    return html.escape(str(v), quote=True)
+
+
+def _f(v: Any, digits: int = 3) -> str:
+    if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "—"
+    return f"{v:.{digits}f}" if abs(v) < 1e4 else f"{v:.3g}"
+
+
+def _g(v: float) -> str:
+    return "—" if not math.isfinite(v) else f"{v:.4g}"
+
+
+# ----------------------------------------------------------------------------- header
+
+def _final_decision(data: rd.ReportData) -> tuple[str, str]:
+    if not data.decisions:
+        return "No decisions", "The ledger holds no decision yet: no round has been decided."
+    last = data.decisions[-1]
+    if last.chosen is None:
+        return f"Stopped at round {last.round}", STOP_WORDS.get(last.stop_reason or "",
+                                                                  f"stopped ({last.stop_reason})")
+    tail = f"; {STOP_WORDS.get(last.stop_reason, last.stop_reason)}" if last.stop_reason else ""
+    return f"Round {last.round}: run {last.chosen}", f"latest decision{tail}"
+
+
+def _deployment(data: rd.ReportData) -> tuple[str, str, str]:
+    dep = rd.deployment_check(data)
+    if dep is None:
+        return "Deployment not checked", "no deployment evaluation in the ledger", "neutral"
+    ucb = dep["ucb_unsafe"] if math.isfinite(dep["ucb_unsafe"]) else dep.get("ucb_recomputed", math.nan)
+    ok = dep["passes"] if isinstance(dep["passes"], bool) else (ucb <= dep["alpha_deploy"])
+    detail = (f"policy {dep['policy']}: UCB[P(unsafe)] {_g(ucb)} vs α_deploy {_g(dep['alpha_deploy'])}"
+              + (f"; J_real {_g(dep['J_real'])}" if math.isfinite(dep["J_real"]) else ""))
+    return ("Deployable" if ok else "Not deployable"), detail, ("pass" if ok else "fail")
+
+
+def _budget_table(data: rd.ReportData) -> str:
+    summary = rd.budget_summary(data)
+    if summary is None:
+        return '<p class="note">No start budget in the ledger\'s meta.</p>'
+    rows = "".join(
+        f"<tr><th>{_e(rf.RESOURCE_UNITS[k])}</th><td>{_g(r.start)}</td><td>{_g(r.spent)}</td>"
+        f"<td>{_g(r.left)}</td></tr>" for k, r in zip(RESOURCES, summary.itertuples()))
+    return ('<table class="budget"><thead><tr><th>budget</th><th>start</th><th>spent</th>'
+            f"<th>left</th></tr></thead><tbody>{rows}</tbody></table>")
+
+
+def _header(data: rd.ReportData, title: str) -> str:
+    c = data.campaign
+    facts = [("world", c.get("world", "—")), ("seed", c.get("seed", "—")),
+             ("rounds decided", len(data.decisions)),
+             ("last completed round", data.meta.get("last_completed_round", "—")),
+             ("records", len(data.records))]
+    for key in ("alpha_exec", "alpha_deploy", "delta", "beta"):
+        if key in c:
+            facts.append((key.replace("alpha_", "α_").replace("delta", "δ").replace("beta", "β"), c[key]))
+    final, final_detail = _final_decision(data)
+    dep, dep_detail, dep_class = _deployment(data)
+    facts_html = "".join(f"<div><dt>{_e(k)}</dt><dd>{_e(v)}</dd></div>" for k, v in facts)
+    return f"""<header>
+<h1>{_e(title)}</h1>
+<dl class="facts">{facts_html}</dl>
+<div class="cards">
+  <div class="card"><div class="label">final decision</div><div class="value">{_e(final)}</div>
+    <div class="detail">{_e(final_detail)}</div></div>
+  <div class="card {dep_class}"><div class="label">deployment</div><div class="value">{_e(dep)}</div>
+    <div class="detail">{_e(dep_detail)}</div></div>
+</div>
+{_budget_table(data)}
+</header>"""
+
+
+# ----------------------------------------------------------------------------- decisions
+
+def _spent_by_round(data: rd.ReportData) -> dict[int, str]:
+    out: dict[int, list[str]] = {}
+    for r in data.of(rd.RealizedCost):
+        parts = [f"{getattr(r, k):g} {k}" for k in RESOURCES if getattr(r, k)]
+        out.setdefault(r.round, []).extend(parts or ["0"])
+    return {t: ", ".join(v) for t, v in out.items()}
+
+
+def _candidate_table(d) -> str:
+    table = rd.decision_table(d)
+    if table.empty:
+        return '<p class="note">no candidate table recorded</p>'
+    cols = [c for c in ("role", "mu_dJ", "C_lambda", "U0", "CVU", "Q", "MV", "ucb_exec", "safe",
+                        "affordable", "feasible", "excluded_reason") if c in table]
+    head = "".join(f"<th>{_e(c)}</th>" for c in ["candidate", *cols])
+    body = []
+    for name, row in table.sort_values("Q", ascending=False, na_position="last").iterrows():
+        cells = []
+        for c in cols:
+            v = row[c]
+            if isinstance(v, float):
+                cells.append(f'<td class="num">{_f(v)}</td>')
+            else:
+                cells.append(f"<td>{_e('—' if v is None or (isinstance(v, float) and pd.isna(v)) else v)}</td>")
+        mark = ' class="chosen"' if name == d.chosen else ""
+        body.append(f"<tr{mark}><th>{_e(name)}</th>{''.join(cells)}</tr>")
+    return f'<table class="cands"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _decisions(data: rd.ReportData) -> str:
+    if not data.decisions:
+        return ('<section><h2>Decisions per round</h2><p class="note">No decisions in the ledger: '
+                "the campaign has not decided any round yet.</p></section>")
+    df = rd.decisions_frame(data)
+    spent = _spent_by_round(data)
+    rows = []
+    for r in df.itertuples():
+        chosen = _e(r.chosen) if isinstance(r.chosen, str) else '<span class="stop">stop</span>'
+        stop = r.stop_reason if isinstance(r.stop_reason, str) else "—"
+        runner = r.runner_up if isinstance(r.runner_up, str) else "—"
+        rows.append(
+            f"<tr><td>{r.round}</td><td>{chosen}</td><td>{_e(stop)}</td>"
+            f'<td class="num">{_f(r.Q_lead) if isinstance(r.chosen, str) else "—"}</td>'
+            f"<td>{_e(runner)}</td><td class=\"num\">{_f(r.Q_runner_up)}</td>"
+            f'<td class="num">{_f(r.p_best_chosen, 2)}</td><td class="num">{_f(r.flip_probability, 2)}</td>'
+            f"<td>{_e(spent.get(r.round, '—'))}</td></tr>")
+    details = "".join(
+        f"<details><summary>Round {d.round}: all candidates</summary>{_candidate_table(d)}</details>"
+        for d in data.decisions)
+    return f"""<section><h2>Decisions per round</h2>
+<table class="decisions"><thead><tr><th>round</th><th>chosen</th><th>stop reason</th><th>Q (chosen)</th>
+<th>runner-up</th><th>Q (runner-up)</th><th>p_best (chosen)</th><th>flip probability</th>
+<th>realized cost</th></tr></thead><tbody>{''.join(rows)}</tbody></table>
+{details}</section>"""
+
+
+def _figure_html(fig: rf.Figure, level: float) -> str:
+    caption = CAPTIONS.get(fig.file or "", "").replace("90%", f"{100 * level:g}%")
+    note = f'<p class="note">{_e(fig.note)}</p>' if fig.note else ""
+    if fig.file is None:
+        return f'<figure class="empty"><h3>{_e(fig.title)}</h3>{note}</figure>'
+    return (f'<figure><h3>{_e(fig.title)}</h3><img src="{_e(fig.file)}" alt="{_e(fig.title)}">'
+            f"<figcaption>{_e(caption)}</figcaption>{note}</figure>")
+
+
+# ----------------------------------------------------------------------------- entry point
+
+def make_report(ledger_or_records, out_dir, *, meta: Mapping[str, Any] | None = None,
+                title: str | None = None, posterior: str = "auto",
+                fit_kwargs: Mapping[str, Any] | None = None, level: float = 0.9) -> Path:
+    """Write the campaign report (index.html and its PNG figures) into `out_dir`.
+
+    Args:
+        ledger_or_records: a `Ledger`, a tuple `(records, meta)` or a list of records.
+        out_dir: the folder to write; created if missing. Figures of earlier reports
+            that this one does not draw are removed, so the folder stays consistent.
+        meta: campaign metadata; merged over the ledger's own.
+        title: page title; defaults to "Sim-to-real campaign: <world>".
+        posterior: where the gain posterior comes from: "auto", "refit" or "summary"
+            (see `bayes_s2r.report.beliefs.report_belief`).
+        fit_kwargs: keyword arguments passed to `fit_gains` when refitting.
+        level: two-sided level of the frequentist intervals (realized gains, sensitivity).
+
+    Returns:
+        The path of out_dir/index.html.
+
+    Example:
+        >>> import tempfile
+        >>> page = make_report([], tempfile.mkdtemp(), posterior="summary")
+        >>> "No decisions" in page.read_text()
+        True
+    """
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise InputError("level", level, "a probability strictly between 0 and 1")
+    data = rd.load_report_data(ledger_or_records, meta)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError("out_dir", str(out), "a folder (or a path where one can be made)")
+    out.mkdir(parents=True, exist_ok=True)
+    title = title or f"Sim-to-real campaign: {data.campaign.get('world', 'unnamed world')}"
+
+    source = report_belief(data, posterior, fit_kwargs)
+    figs = [rf.plot_posterior(source.belief, source.source, out / "posterior.png")]
+    if source.note and figs[0].file:
+        figs[0] = figs[0]._replace(note=f"Shown instead of a refit: {source.note}.")
+    figs += [
+        rf.plot_decomposition(data, out / "decomposition.png"),
+        rf.plot_stability(data, out / "stability.png"),
+        rf.plot_budget(data, out / "budget.png"),
+        rf.plot_believed_realized(data, out / "believed_realized.png", level),
+        rf.plot_sensitivity(data, out / "sensitivity.png", level),
+        rf.plot_risk(data, out / "risk.png"),
+    ]
+    drawn = {f.file for f in figs if f.file}
+    for name in FIGURE_FILES:
+        if name not in drawn and (out / name).exists():
+            (out / name).unlink()
+
+    from bayes_s2r import __version__
+
+    page = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title>
+<style>{CSS}</style></head>
+<body><main>
+{_header(data, title)}
+{_decisions(data)}
+<section><h2>Figures</h2>
+{''.join(_figure_html(f, level) for f in figs)}
+</section>
+<footer>Made by bayes_s2r {_e(__version__)} from the ledger alone ({len(data.records)} records).</footer>
+</main>
+<script>{IMAGE_SCRIPT}</script>
+</body></html>
+"""
+    index = out / "index.html"
+    index.write_text(page, encoding="utf-8")
+    return index
