@@ -1,0 +1,51 @@
+"""Campaign configuration and the ledger-derived state (no fitting involved)."""
+
+import pytest
+
+import bayes_s2r as bs
+from bayes_s2r.campaign.state import init_campaign, load_state
+
+from campaign_fixtures import synthetic_candidates, synthetic_config
+
+
+def test_config_round_trips_through_a_dict():
+    cfg = synthetic_config(alpha_exec=0.1, utility="lcb")
+    assert bs.CampaignConfig.from_dict(cfg.to_dict()) == cfg
+
+
+@pytest.mark.parametrize("field,value", [("alpha_exec", 0.0), ("delta", 1.5), ("max_rounds", 0),
+                                         ("fit_method", "mcmc"), ("beta", -1.0), ("seed", -2)])
+def test_config_rejects_bad_values(field, value):
+    with pytest.raises(bs.InputError, match=field):
+        synthetic_config(**{field: value})
+
+
+def test_state_is_rebuilt_from_the_ledger(tmp_path):
+    ledger = bs.Ledger(tmp_path / "c.sqlite")
+    init_campaign(ledger, synthetic_candidates(), synthetic_config(), policy="pi0")
+    state = load_state(ledger)
+    assert state.round == 0 and state.policy == "pi0" and state.status == "running"
+    assert state.budget == synthetic_config().budget
+    assert [c.name for c in state.candidates] == [c.name for c in synthetic_candidates()]
+    # A completed round's realized cost is deducted; one beyond the completed mark is not.
+    with ledger.transaction():
+        ledger.add_many([
+            bs.DecisionRecord(round=0, chosen="si_once", table=[{"name": "si_once", "mu_dJ": 0.1}]),
+            bs.RealizedCost("si_once", round=0, real=0.5, eng=2.0),
+            bs.RealizedCost("dr_wide", round=1, compute=4.0),
+        ])
+        ledger.set_meta("campaign.last_completed_round", 0)
+    state = load_state(ledger)
+    assert state.round == 1
+    assert state.budget == bs.Budget(real=3.5, compute=20.0, eng=6.0)
+    assert state.done == ("si_once",)
+    assert state.history[0].believed_gain == 0.1
+
+
+def test_a_ledger_holds_one_campaign(tmp_path):
+    ledger = bs.Ledger(tmp_path / "c.sqlite")
+    init_campaign(ledger, synthetic_candidates(), synthetic_config(), policy="pi0")
+    with pytest.raises(bs.InputError, match="resume"):
+        init_campaign(ledger, synthetic_candidates(), synthetic_config(), policy="pi0")
+    with pytest.raises(bs.InputError, match="campaign"):
+        load_state(bs.Ledger(tmp_path / "empty.sqlite"))
