@@ -7,6 +7,12 @@ from bayes_s2r.belief.outcomes import (
     outcome_from_mapping,
 )
 from bayes_s2r.belief.posterior import GainBelief
+from bayes_s2r.belief.sensitivity import (
+    SensitivityBelief,
+    SensitivityData,
+    fit_sensitivity,
+    prepare_sensitivity,
+)
 
 __all__ = [
     "BinomialPairedOutcome",
@@ -14,4 +20,8 @@ __all__ = [
     "NoOutcome",
     "GainBelief",
     "outcome_from_mapping",
+    "SensitivityBelief",
+    "SensitivityData",
+    "fit_sensitivity",
+    "prepare_sensitivity",
 ]
