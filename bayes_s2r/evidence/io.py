@@ -235,7 +235,7 @@ def write_json(records: Iterable[Record], path: str | os.PathLike) -> int:
     recs = _records(records)
     lines = [json.dumps(r.to_dict(), allow_nan=False, ensure_ascii=False) for r in recs]
     text = (f'{{"format": "bayes_s2r.evidence", "schema_version": {SCHEMA_VERSION}, "records": [\n'
-            + ",\n".join(lines) + "\n]}\n")  # one record per line: readable, diff-friendly
+            + "".join(line + ",\n" for line in lines[:-1]) + "".join(lines[-1:]) + "\n]}\n")  # one record per line: readable, diff-friendly
     _atomic_write(path, lambda f: f.write(text))
     return len(recs)
 

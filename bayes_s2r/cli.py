@@ -1,0 +1,192 @@
+"""The `bayes-s2r` command line.
+
+`app` is the root Typer application; each command group lives in its own function or
+sub-application (`ledger` here). Bad input anywhere (an `InputError`) ends the command
+with a one-line message on stderr and exit code 2, never a traceback: the root group
+catches it, so new commands get this behaviour without doing anything.
+
+Commands import their heavy dependencies (JAX, NumPyro) inside the function body, so
+`bayes-s2r --help` and the ledger commands do not pay for them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from bayes_s2r.errors import InputError
+
+__all__ = ["app", "ledger_app", "main"]
+
+
+class _Group(TyperGroup):
+    """A Typer group that turns `InputError` into a one-line message and exit code 2."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except InputError as e:
+            click.echo(f"error: {e}", err=True)
+            raise typer.Exit(2) from None
+
+
+app = typer.Typer(
+    cls=_Group,
+    no_args_is_help=True,
+    help="Where should the next unit of sim-to-real budget go?",
+    pretty_exceptions_show_locals=False,
+)
+ledger_app = typer.Typer(no_args_is_help=True, help="The evidence ledger: create, import, show, export.")
+app.add_typer(ledger_app, name="ledger")
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _suffix(file: Path, field: str) -> str:
+    suffix = file.suffix.lower()
+    if suffix not in (".csv", ".json"):
+        raise InputError(field, str(file), "a file name ending in .csv or .json")
+    return suffix
+
+
+LedgerPath = Annotated[Path, typer.Argument(help="The ledger's SQLite file.", show_default=False)]
+
+
+# ----------------------------------------------------------------------------- ledger
+@ledger_app.command("init")
+def ledger_init(path: LedgerPath) -> None:
+    """Create an empty ledger at PATH (an existing one is opened and migrated, not changed)."""
+    from bayes_s2r.evidence.ledger import Ledger
+
+    existed = path.exists()
+    with Ledger(path) as ledger:
+        state = "opened existing" if existed else "created"
+        _console().print(f"{state} ledger {path} (schema v{ledger.schema_version}, {len(ledger)} records)")
+
+
+@ledger_app.command("import")
+def ledger_import(
+    path: LedgerPath,
+    file: Annotated[Path, typer.Argument(help="A .csv or .json file of records.", show_default=False)],
+    kind: Annotated[Optional[str], typer.Option(help="Record kind of CSV rows without a kind column.")] = None,
+) -> None:
+    """Import the records of FILE into the ledger at PATH: all of them, or none on any error."""
+    from bayes_s2r.evidence.ledger import Ledger
+
+    suffix = _suffix(file, "file")
+    if suffix == ".json" and kind is not None:
+        raise InputError("--kind", kind, "no --kind with a JSON file (each record names its kind)")
+    with Ledger(path, create=False) as ledger:
+        result = ledger.import_csv(file, kind=kind) if suffix == ".csv" else ledger.import_json(file)
+        _console().print(
+            f"imported {file}: {result.read} records read, {result.added} new, "
+            f"{result.read - result.added} already present; the ledger holds {len(ledger)}"
+        )
+
+
+def _defaults(record) -> dict:
+    import dataclasses
+
+    return {f.name: f.default for f in dataclasses.fields(record)}
+
+
+def _summary(record) -> str:
+    """The fields of a record that differ from their defaults, as `name=value` pairs."""
+    defaults = _defaults(record)
+    return "  ".join(f"{k}={v}" for k, v in record.payload().items()
+                     if v is not None and v != defaults.get(k))
+
+
+_HEADERS = {  # short column headers, so a record fits on one line of an 80-column terminal
+    "successes_treated": "succ T", "episodes_treated": "eps T", "successes_control": "succ C",
+    "episodes_control": "eps C", "successes": "succ", "episodes": "eps", "executions": "execs",
+    "pair_direction": "pair dir", "pair_level": "pair lvl", "trajectories": "traj",
+    "returns_treated": "returns T", "returns_control": "returns C",
+}
+
+
+def _short(ident: str) -> str:
+    return ident if len(ident) <= 10 else ident[:8] + "…"
+
+
+@ledger_app.command("show")
+def ledger_show(
+    path: LedgerPath,
+    kind: Annotated[Optional[str], typer.Option(help="Show only records of this kind.")] = None,
+    limit: Annotated[int, typer.Option(min=0, help="Show at most the last N records (0: counts only).")] = 20,
+) -> None:
+    """Show the ledger at PATH: record counts per kind and the most recent records."""
+    from rich import box
+    from rich.table import Table
+
+    from bayes_s2r.evidence.ledger import Ledger
+    from bayes_s2r.evidence.records import RECORD_TYPES
+
+    with Ledger(path, create=False) as ledger:
+        records = ledger.records(kind)
+        counts = ledger.counts()
+    console = _console()
+    totals = Table(title=f"{path}: {sum(counts.values())} records")
+    totals.add_column("kind")
+    totals.add_column("records", justify="right")
+    for k, n in counts.items():
+        totals.add_row(k, str(n))
+    console.print(totals)
+    shown = records[-limit:] if limit else []
+    if not shown:
+        return
+    first = len(records) - len(shown) + 1
+    table = Table(title=f"{kind or 'all'} records {first}-{len(records)} of {len(records)}",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("#", justify="right")
+    if kind is None:
+        table.add_column("kind")
+        table.add_column("id")
+        table.add_column("fields")
+        for i, rec in enumerate(shown, first):
+            table.add_row(str(i), rec.KIND, _short(rec.id), _summary(rec))
+    else:  # one column per field, leaving out fields at their default in every shown record
+        defaults = _defaults(shown[0])
+        fields = [f for f in RECORD_TYPES[shown[0].KIND].FIELDS
+                  if any(r.payload()[f] != defaults[f] for r in shown)]
+        named = any(r.id != r.content_hash() for r in shown)  # ids that are not content hashes
+        if named:
+            table.add_column("id", no_wrap=True)
+        for f in fields:
+            table.add_column(_HEADERS.get(f, f), overflow="fold")
+        for i, rec in enumerate(shown, first):
+            payload = rec.payload()
+            cells = ["" if payload[f] is None else str(payload[f]) for f in fields]
+            table.add_row(str(i), *([_short(rec.id)] if named else []), *cells)
+    console.print(table)
+
+
+@ledger_app.command("export")
+def ledger_export(
+    path: LedgerPath,
+    file: Annotated[Path, typer.Argument(help="The .csv or .json file to write.", show_default=False)],
+) -> None:
+    """Write every record of the ledger at PATH to FILE (CSV or JSON), which re-imports as is."""
+    from bayes_s2r.evidence.ledger import Ledger
+
+    suffix = _suffix(file, "file")
+    with Ledger(path, create=False) as ledger:
+        n = ledger.export_csv(file) if suffix == ".csv" else ledger.export_json(file)
+    _console().print(f"exported {n} records to {file}")
+
+
+def main() -> None:
+    """Entry point of the `bayes-s2r` script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()
