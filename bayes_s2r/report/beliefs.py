@@ -72,6 +72,23 @@ def _from_summary(data: ReportData) -> BeliefSource:
     return BeliefSource(None, "no belief summary in any decision", None)
 
 
+def _fit_gains():
+    """The belief package's `fit_gains`, imported only when a refit is asked for."""
+    from bayes_s2r.belief.fit import fit_gains
+
+    return fit_gains
+
+
+def _fit_settings(data: ReportData, fit_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The campaign's own fit settings (method, seed), overridden by `fit_kwargs`."""
+    out: dict[str, Any] = {}
+    if isinstance(data.campaign.get("fit_method"), str):
+        out["method"] = data.campaign["fit_method"]
+    if isinstance(data.campaign.get("seed"), int):
+        out["seed"] = data.campaign["seed"]
+    return {**out, **dict(fit_kwargs or {})}
+
+
 def report_belief(data: ReportData, posterior: str = "auto",
                   fit_kwargs: Mapping[str, Any] | None = None) -> BeliefSource:
     """The gain belief for the posterior figure.
@@ -82,7 +99,8 @@ def report_belief(data: ReportData, posterior: str = "auto",
             "summary" (normal approximation of the latest stored summary) or "auto"
             (refit when `fit_gains` and the campaign's candidates are available, else
             the summary, with the reason in `note`).
-        fit_kwargs: extra keyword arguments for `fit_gains` (e.g. a smaller sample size).
+        fit_kwargs: keyword arguments for `fit_gains` (e.g. a smaller sample size); by
+            default the campaign's own `fit_method` and `seed` from meta.
 
     Returns:
         BeliefSource.
@@ -92,7 +110,7 @@ def report_belief(data: ReportData, posterior: str = "auto",
     if posterior == "summary":
         return _from_summary(data)
     try:
-        from bayes_s2r.belief.fit import fit_gains
+        fit_gains = _fit_gains()
     except ImportError as e:
         if posterior == "refit":
             raise
@@ -102,7 +120,7 @@ def report_belief(data: ReportData, posterior: str = "auto",
         candidates = candidates_from_meta(data)
         if not candidates:
             raise InputError("campaign.candidates", [], "the campaign's candidates in meta")
-        belief = fit_gains(list(data.records), candidates, **dict(fit_kwargs or {}))
+        belief = fit_gains(list(data.records), candidates, **_fit_settings(data, fit_kwargs))
     except Exception as e:
         if posterior == "refit":
             raise

@@ -39,6 +39,7 @@ __all__ = [
     "deployment_check",
     "exec_risk_frame",
     "load_report_data",
+    "normalize_meta",
     "sensitivity_frames",
 ]
 
@@ -100,13 +101,43 @@ class ReportData:
         return list(names)
 
 
+def normalize_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Meta in the report's shape: a "campaign" mapping (world, seed, start_budget, weights,
+    alpha_exec, alpha_deploy, delta, beta, candidates), "last_completed_round", "deployment".
+
+    Accepts the contract's keys and the campaign loop's flat keys ("campaign.config",
+    "campaign.world", "campaign.candidates", "campaign.last_completed_round"); values
+    already under "campaign" win.
+    """
+    out = dict(meta)
+    camp = dict(meta["campaign"]) if isinstance(meta.get("campaign"), Mapping) else {}
+    cfg = meta.get("campaign.config")
+    if isinstance(cfg, Mapping):
+        for k in ("seed", "weights", "alpha_exec", "alpha_deploy", "delta", "beta", "fit_method",
+                  "max_rounds", "utility"):
+            if k in cfg:
+                camp.setdefault(k, cfg[k])
+        if "budget" in cfg:
+            camp.setdefault("start_budget", cfg["budget"])
+    for flat, key in (("campaign.world", "world"), ("campaign.candidates", "candidates")):
+        if flat in meta:
+            camp.setdefault(key, meta[flat])
+    world = camp.get("world")
+    if isinstance(world, Mapping):
+        camp["world"] = str(world.get("name") or world.get("world") or "world (unnamed card)")
+    out["campaign"] = camp
+    if "last_completed_round" not in out and "campaign.last_completed_round" in meta:
+        out["last_completed_round"] = meta["campaign.last_completed_round"]
+    return out
+
+
 def _split_source(source, meta):
     if hasattr(source, "records") and hasattr(source, "get_meta"):
         records = source.records()
         ledger_meta = {}
         if callable(getattr(source, "meta", None)):
             ledger_meta = dict(source.meta())
-        for key in META_KEYS:
+        for key in META_KEYS:  # a ledger without .meta() still answers get_meta
             v = source.get_meta(key, None)
             if v is not None:
                 ledger_meta[key] = v
@@ -133,6 +164,7 @@ def load_report_data(source, meta: Mapping[str, Any] | None = None) -> ReportDat
     if meta is not None and not isinstance(meta, Mapping):
         raise InputError("meta", meta, "a mapping of meta key -> JSON value, or None")
     records, meta = _split_source(source, meta)
+    meta = normalize_meta(meta)
     if isinstance(records, (str, bytes)) or not isinstance(records, Iterable):
         raise InputError("records", records, "a Ledger, (records, meta), or a list of records")
     records = tuple(records)
@@ -197,7 +229,11 @@ def decisions_frame(data: ReportData) -> pd.DataFrame:
             for col in ("U0", "CVU", "Q"):
                 row[f"{col}_{tag}"] = _num(table.at[name, col]) if name and col in table else math.nan
         rows.append(row)
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    for col in ("chosen", "stop_reason", "lead", "runner_up"):  # keep None, not NaN
+        if col in df:
+            df[col] = pd.Series([r[col] for r in rows], dtype=object)
+    return df
 
 
 def _realized_costs(data: ReportData) -> pd.DataFrame:

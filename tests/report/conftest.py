@@ -161,3 +161,20 @@ def report_dir(tmp_path_factory, campaign) -> Path:
     out = tmp_path_factory.mktemp("report")
     make_report((records, meta), out, posterior="summary")
     return out
+
+
+BROWSER_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage", "--hide-scrollbars", "--virtual-time-budget=5000",
+)
+
+
+def run_browser(browser: str, page: Path, profile: Path, *args: str) -> str:
+    """Open `page` in headless Chromium with `args`; return its stdout (e.g. the DOM)."""
+    import subprocess
+
+    cmd = [browser, *BROWSER_FLAGS, f"--user-data-dir={profile}", *args, page.resolve().as_uri()]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, f"{cmd} failed ({done.returncode}): {done.stderr[-2000:]}"
+    return done.stdout
