@@ -44,8 +44,9 @@ __all__ = [
 # ----------------------------------------------------------------------------- reading
 def _read_text(path: str | os.PathLike, what: str) -> str:
     p = Path(path)
-    try:
-        return p.read_text(encoding="utf-8-sig")
+    try:  # newline="": a "\r" inside a quoted CSV cell must reach the parser untranslated
+        with open(p, encoding="utf-8-sig", newline="") as f:
+            return f.read()
     except FileNotFoundError:
         raise InputError("path", str(path), f"an existing {what} file") from None
     except IsADirectoryError:
@@ -182,14 +183,17 @@ def _atomic_write(path: str | os.PathLike, write) -> None:
 
 
 def _cell(parser: str, value: Any) -> str:
+    """One CSV cell; `import` parses it back to the same value."""
+    if parser == "json":  # JSON text, so that null, "" and [] stay apart from an empty cell
+        return json.dumps(value, sort_keys=True, allow_nan=False)
     if value is None:
         return ""
     if parser == "bool":
         return "true" if value else "false"
     if parser in ("float", "nonneg", "optfloat"):
         return repr(float(value))
-    if parser in ("json", "floats"):
-        return json.dumps(value, sort_keys=True, allow_nan=False)
+    if parser == "floats":
+        return json.dumps(value, allow_nan=False)
     return str(value)
 
 
@@ -212,7 +216,7 @@ def write_csv(records: Iterable[Record], path: str | os.PathLike) -> int:
     fields = list(dict.fromkeys(f for k in kinds for f in RECORD_TYPES[k].FIELDS))
 
     def write(f):
-        w = csv.writer(f, lineterminator="\n")
+        w = csv.writer(f)  # RFC 4180 line ends: a cell with a lone "\r" is then quoted too
         w.writerow(["kind", "id", *fields])
         for r in recs:
             payload = r.payload()

@@ -169,7 +169,10 @@ class Ledger:
         try:
             if not memory:
                 self._conn.execute("PRAGMA journal_mode=WAL").fetchone()
-            self._conn.execute("PRAGMA foreign_keys=ON")
+                # In WAL mode NORMAL keeps every transaction atomic through a crash of the
+                # process; only a power cut may lose the last commits (never corrupt the file).
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._refuse_foreign_database()
             migrate(self._conn)
             self._check_tables()
         except sqlite3.DatabaseError as e:
@@ -178,6 +181,15 @@ class Ledger:
         except BaseException:
             self._conn.close()
             raise
+
+    def _refuse_foreign_database(self) -> None:
+        """Never add ledger tables to another program's SQLite file."""
+        if schema_version(self._conn) == 0:
+            other = [r[0] for r in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name")]
+            if other:
+                raise InputError("path", self.path,
+                                 f"a bayes_s2r ledger or an empty file (it holds other tables: {other})")
 
     def _check_tables(self) -> None:
         names = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
