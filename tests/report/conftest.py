@@ -139,9 +139,8 @@ def find_browser() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def browser() -> str:
-    """Path of a headless-capable Chromium; fails under CI when there is none, else skips."""
+def require_browser() -> str:
+    """A Chromium path; fails under CI (env CI set) when none is found, else skips."""
     path = find_browser()
     if path is None:
         message = ("no Chromium found (looked for /usr/bin/chromium, `chromium`, `chromium-browser`); "
@@ -150,6 +149,18 @@ def browser() -> str:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+@pytest.fixture(scope="session")
+def browser() -> str:
+    """Path of a headless-capable Chromium (see `require_browser`)."""
+    return require_browser()
+
+
+@pytest.fixture
+def browser_requirement():
+    """The `require_browser` function itself, for testing its CI behaviour."""
+    return require_browser
 
 
 @pytest.fixture(scope="session")
@@ -178,3 +189,9 @@ def run_browser(browser: str, page: Path, profile: Path, *args: str) -> str:
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, f"{cmd} failed ({done.returncode}): {done.stderr[-2000:]}"
     return done.stdout
+
+
+@pytest.fixture(scope="session")
+def open_page(browser):
+    """`open_page(page, profile, *args) -> stdout`: the page in headless Chromium."""
+    return lambda page, profile, *args: run_browser(browser, page, profile, *args)

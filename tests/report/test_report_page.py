@@ -9,11 +9,8 @@ import pytest
 from PIL import Image
 
 from bayes_s2r.errors import InputError
-from bayes_s2r.evidence.records import DeploymentEval, ExecutionOutcome
 from bayes_s2r.report import make_report
 from bayes_s2r.report.html import FIGURE_FILES
-
-from conftest import run_browser
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -74,7 +71,7 @@ def test_page_is_self_contained(report_dir):
     found = tags(page)
     assert "link" not in found
     assert all("src" not in s for s in found.get("script", []))
-    assert set(p.name for p in report_dir.iterdir()) == {"index.html", *FIGURE_FILES}
+    assert {p.name for p in report_dir.iterdir()} == {"index.html", *FIGURE_FILES}
 
 
 def test_empty_ledger_still_makes_a_page(tmp_path):
@@ -86,18 +83,17 @@ def test_empty_ledger_still_makes_a_page(tmp_path):
 
 
 def test_missing_data_shows_a_note_not_an_empty_plot(campaign, tmp_path, monkeypatch):
+    from bayes_s2r.evidence.records import DecisionRecord
+    from bayes_s2r.report import beliefs
+
     records, meta = campaign
-    records = [r for r in records if not isinstance(r, (ExecutionOutcome, DeploymentEval))]
     cands = [{**c, "touches_robot": False} for c in meta["campaign"]["candidates"]]
     meta = {"campaign": {**meta["campaign"], "candidates": cands}}
-    # decision tables still carry execution bounds: drop them as a campaign without robot would
-    from bayes_s2r.evidence.records import DecisionRecord
-
+    # decisions only, and without execution bounds, as a campaign that never touches a robot
     records = [DecisionRecord(r.round, r.chosen, r.stop_reason,
                               [{**row, "ucb_exec": None} for row in r.payload()["table"]],
                               r.seed, r.version, r.payload()["extra"])
-               if isinstance(r, DecisionRecord) else r for r in records]
-    import bayes_s2r.report.beliefs as beliefs
+               for r in records if isinstance(r, DecisionRecord)]
 
     def unavailable():
         raise ImportError("fit_gains", name="bayes_s2r.belief.fit")
@@ -109,7 +105,12 @@ def test_missing_data_shows_a_note_not_an_empty_plot(campaign, tmp_path, monkeyp
     assert "Shown instead of a refit: fit_gains unavailable (bayes_s2r.belief.fit)." in text
     assert "risk.png" not in text and not (out / "risk.png").exists()
     assert "no robot-touching candidate and no deployment check" in text
+    assert "no executed adaptation with a paired evaluation" in text
+    assert "no sensitivity trials" in text
     assert "Deployment not checked" in text
+    drawn = {t["src"] for t in tags(text)["img"]}
+    assert drawn == {"posterior.png", "decomposition.png", "stability.png", "budget.png"}
+    assert drawn == {f for f in FIGURE_FILES if (out / f).exists()}
 
 
 def test_rerun_removes_figures_it_no_longer_draws(campaign, report_dir, tmp_path):
@@ -132,7 +133,7 @@ def test_bad_arguments_raise_input_error(campaign, tmp_path):
 
 
 def test_auto_posterior_falls_back_to_stored_summary(campaign, monkeypatch):
-    import bayes_s2r.report.beliefs as beliefs
+    from bayes_s2r.report import beliefs
     from bayes_s2r.report.data import load_report_data
 
     def broken(*args, **kwargs):
@@ -156,27 +157,27 @@ def _images_in_dom(dom):
     return {i["src"]: i.get("data-loaded") for i in imgs}
 
 
-def test_browser_loads_every_figure(browser, report_dir, tmp_path):
-    dom = run_browser(browser, report_dir / "index.html", tmp_path / "profile", "--dump-dom")
+def test_browser_loads_every_figure(open_page, report_dir, tmp_path):
+    dom = open_page(report_dir / "index.html", tmp_path / "profile", "--dump-dom")
     loaded = _images_in_dom(dom)
     assert sorted(loaded) == sorted(FIGURE_FILES)
     assert all(v == "1" for v in loaded.values()), loaded
     assert 'data-ready="1"' in dom
 
 
-def test_browser_marks_a_missing_figure_as_broken(browser, report_dir, tmp_path):
+def test_browser_marks_a_missing_figure_as_broken(open_page, report_dir, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(report_dir, copy)
     (copy / "risk.png").unlink()
-    dom = run_browser(browser, copy / "index.html", tmp_path / "profile", "--dump-dom")
+    dom = open_page(copy / "index.html", tmp_path / "profile", "--dump-dom")
     loaded = _images_in_dom(dom)
     assert loaded.pop("risk.png") == "0"
     assert all(v == "1" for v in loaded.values()), loaded
 
 
-def test_browser_screenshot_is_not_blank(browser, report_dir, tmp_path):
+def test_browser_screenshot_is_not_blank(open_page, report_dir, tmp_path):
     shot = tmp_path / "page.png"
-    run_browser(browser, report_dir / "index.html", tmp_path / "profile",
+    open_page(report_dir / "index.html", tmp_path / "profile",
                 "--window-size=1200,2400", f"--screenshot={shot}")
     with Image.open(shot) as im:
         assert im.size == (1200, 2400)
@@ -184,3 +185,14 @@ def test_browser_screenshot_is_not_blank(browser, report_dir, tmp_path):
     dark = (px < 200).mean()
     assert 0.02 < dark < 0.6, f"share of non-white pixels {dark:.3f}"
     assert px[: px.shape[0] // 2].std() > 20 and px[px.shape[0] // 2:].std() > 20
+
+
+def test_missing_browser_fails_under_ci_and_skips_otherwise(browser_requirement, monkeypatch):
+    monkeypatch.setattr("os.access", lambda *a, **k: False)
+    monkeypatch.setattr("shutil.which", lambda *a, **k: None)
+    monkeypatch.setenv("CI", "1")
+    with pytest.raises(pytest.fail.Exception, match="no Chromium found"):
+        browser_requirement()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="no Chromium found"):
+        browser_requirement()
