@@ -101,6 +101,8 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
         raise InputError("schema_version", current,
                          f"at most {SCHEMA_VERSION} (the file was written by a newer bayes_s2r)")
     for step in MIGRATIONS:
+        if step.version <= current:
+            continue  # no lock taken: opening a current ledger never waits for a writer
         if step.version > target:
             break
         conn.execute("BEGIN IMMEDIATE")
@@ -167,8 +169,9 @@ class Ledger:
         except sqlite3.Error as e:
             raise InputError("path", self.path, f"a ledger file SQLite can open ({e})") from None
         try:
-            if not memory:
+            if not memory and self._conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 self._conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            if not memory:
                 # In WAL mode NORMAL keeps every transaction atomic through a crash of the
                 # process; only a power cut may lose the last commits (never corrupt the file).
                 self._conn.execute("PRAGMA synchronous=NORMAL")
