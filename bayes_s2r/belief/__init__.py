@@ -7,6 +7,14 @@ from bayes_s2r.belief.outcomes import (
     outcome_from_mapping,
 )
 from bayes_s2r.belief.posterior import GainBelief
+from bayes_s2r.belief.risk import (
+    DeploymentRisk,
+    RiskBelief,
+    RiskPrior,
+    clopper_pearson_ucb,
+    fit_deploy_risk,
+    fit_exec_risk,
+)
 from bayes_s2r.belief.sensitivity import (
     SensitivityBelief,
     SensitivityData,
@@ -20,6 +28,12 @@ __all__ = [
     "NoOutcome",
     "GainBelief",
     "outcome_from_mapping",
+    "DeploymentRisk",
+    "RiskBelief",
+    "RiskPrior",
+    "clopper_pearson_ucb",
+    "fit_deploy_risk",
+    "fit_exec_risk",
     "SensitivityBelief",
     "SensitivityData",
     "fit_sensitivity",
