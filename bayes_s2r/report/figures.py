@@ -37,7 +37,7 @@ STYLE = {
     "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "xtick.labelsize": 9,
     "ytick.labelsize": 9, "legend.fontsize": 9, "axes.spines.top": False,
     "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.25, "figure.dpi": 100,
-    "savefig.dpi": 120, "savefig.bbox": "tight", "savefig.facecolor": "white",
+    "savefig.dpi": 110, "savefig.bbox": "tight", "savefig.facecolor": "white",
 }
 RESOURCE_UNITS = {"real": "real robot-hours", "compute": "compute hours", "eng": "engineering hours"}
 PALETTE = plt.get_cmap("tab10").colors

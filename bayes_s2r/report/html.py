@@ -179,11 +179,13 @@ def _decisions(data: rd.ReportData) -> str:
     for r in df.itertuples():
         chosen = _e(r.chosen) if isinstance(r.chosen, str) else '<span class="stop">stop</span>'
         stop = r.stop_reason if isinstance(r.stop_reason, str) else "—"
-        runner = r.runner_up if isinstance(r.runner_up, str) else "—"
+        # at a stop nothing was chosen: the next best is the best feasible candidate
+        nxt, q_nxt = (r.runner_up, r.Q_runner_up) if isinstance(r.chosen, str) else (r.lead, r.Q_lead)
+        runner = nxt if isinstance(nxt, str) else "—"
         rows.append(
             f"<tr><td>{r.round}</td><td>{chosen}</td><td>{_e(stop)}</td>"
             f'<td class="num">{_f(r.Q_lead) if isinstance(r.chosen, str) else "—"}</td>'
-            f"<td>{_e(runner)}</td><td class=\"num\">{_f(r.Q_runner_up)}</td>"
+            f"<td>{_e(runner)}</td><td class=\"num\">{_f(q_nxt)}</td>"
             f'<td class="num">{_f(r.p_best_chosen, 2)}</td><td class="num">{_f(r.flip_probability, 2)}</td>'
             f"<td>{_e(spent.get(r.round, '—'))}</td></tr>")
     details = "".join(
@@ -191,7 +193,7 @@ def _decisions(data: rd.ReportData) -> str:
         for d in data.decisions)
     return f"""<section><h2>Decisions per round</h2>
 <table class="decisions"><thead><tr><th>round</th><th>chosen</th><th>stop reason</th><th>Q (chosen)</th>
-<th>runner-up</th><th>Q (runner-up)</th><th>p_best (chosen)</th><th>flip probability</th>
+<th>next best</th><th>Q (next best)</th><th>p_best (chosen)</th><th>flip probability</th>
 <th>realized cost</th></tr></thead><tbody>{''.join(rows)}</tbody></table>
 {details}</section>"""
 
