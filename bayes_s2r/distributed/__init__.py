@@ -1,0 +1,62 @@
+"""Multi-device and multi-host scaling with JAX's own sharding (no other framework).
+
+- `configure_host_devices(n)`: n CPU devices (sets XLA_FLAGS before JAX starts).
+- `batch_mesh`, `use_devices`, and `devices=` on every sharded function: which devices.
+- `sharded_rollout`, `sharded_rollout_dr`, `sharded_simulate_batch`: the testbed's episode
+  batch split over devices; same key, same episodes as the single-device functions.
+- `sharded_lookahead`, `shard_lookahead_arrays`: the look-ahead with the posterior draws
+  split over devices; equal to the single-device result up to reduction order.
+- `chain_method_for(num_chains)`: "parallel" MCMC chains when there are enough devices.
+- `initialize_multihost(...)`: several processes/hosts (jax.distributed), then the same code;
+  `place_batch`, `sharded_call`, `gather` for any batch function.
+"""
+
+from bayes_s2r.distributed.devices import (
+    BATCH_AXIS,
+    DeviceInfo,
+    batch_mesh,
+    chain_method_for,
+    configure_host_devices,
+    device_info,
+    use_devices,
+)
+from bayes_s2r.distributed.lookahead import draw_mesh, shard_lookahead_arrays, sharded_lookahead
+from bayes_s2r.distributed.multihost import CPU_COLLECTIVES, initialize_multihost, shutdown_multihost
+from bayes_s2r.distributed.placement import (
+    Placed,
+    batch_length,
+    gather,
+    place_batch,
+    place_replicated,
+    put_global,
+    sharded_call,
+    unpad,
+)
+from bayes_s2r.distributed.rollouts import sharded_rollout, sharded_rollout_dr, sharded_simulate_batch
+
+__all__ = [
+    "BATCH_AXIS",
+    "CPU_COLLECTIVES",
+    "DeviceInfo",
+    "Placed",
+    "batch_length",
+    "batch_mesh",
+    "chain_method_for",
+    "configure_host_devices",
+    "device_info",
+    "draw_mesh",
+    "gather",
+    "initialize_multihost",
+    "place_batch",
+    "place_replicated",
+    "put_global",
+    "shard_lookahead_arrays",
+    "sharded_call",
+    "sharded_lookahead",
+    "sharded_rollout",
+    "sharded_rollout_dr",
+    "sharded_simulate_batch",
+    "shutdown_multihost",
+    "unpad",
+    "use_devices",
+]
