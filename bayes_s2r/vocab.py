@@ -236,7 +236,7 @@ class Candidate:
                 raise InputError("candidate.batch", self.batch, "a finite number > 0 or None")
             object.__setattr__(self, "batch", float(self.batch))
         if isinstance(self.cost, Mapping):
-            object.__setattr__(self, "cost", Cost.from_mapping(self.cost))
+            object.__setattr__(self, "cost", Cost.from_mapping(self.cost, field="candidate.cost"))
         if not isinstance(self.cost, Cost):
             raise InputError("candidate.cost", self.cost, "a Cost")
         for flag in ("touches_robot", "repeatable"):
@@ -261,8 +261,12 @@ class Candidate:
                 "candidate.outcome", self.outcome,
                 "an outcome model such as BinomialPairedOutcome(episodes=50) or GaussianOutcome(noise_sd=0.1)",
             )
-        objectives = (self.objectives,) if isinstance(self.objectives, str) else tuple(self.objectives)
-        if not objectives or not all(isinstance(o, str) and o for o in objectives):
+        objectives = self.objectives
+        if isinstance(objectives, str):
+            objectives = (objectives,)
+        elif isinstance(objectives, Iterable) and not isinstance(objectives, Mapping):
+            objectives = tuple(objectives)
+        if not isinstance(objectives, tuple) or not objectives or not all(isinstance(o, str) and o for o in objectives):
             raise InputError("candidate.objectives", self.objectives, "one or more objective names")
         object.__setattr__(self, "objectives", objectives)
 
@@ -336,7 +340,11 @@ class PolicyInterface:
         for key, spec in self.observation.items():
             if not isinstance(spec, Mapping):
                 raise InputError(f"interface.observation.{key}", spec, "a mapping with shape/units/normalization")
-            shape = tuple(int(s) for s in spec.get("shape", ()))
+            try:
+                shape = tuple(int(s) for s in spec.get("shape", ()))
+            except (TypeError, ValueError):
+                raise InputError(f"interface.observation.{key}.shape", spec.get("shape"),
+                                 "a tuple of whole numbers") from None
             frozen[str(key)] = (
                 ("shape", shape),
                 ("units", str(spec.get("units", ""))),
@@ -349,9 +357,14 @@ class PolicyInterface:
             raise InputError("interface.action_mode", self.action_mode, f"one of {_ACTION_MODES}")
         if self.action_hold not in _HOLD:
             raise InputError("interface.action_hold", self.action_hold, f"one of {_HOLD}")
-        if not (isinstance(self.control_hz, (int, float)) and math.isfinite(self.control_hz) and self.control_hz > 0):
+        if isinstance(self.control_hz, bool) or not (
+            isinstance(self.control_hz, (int, float)) and math.isfinite(self.control_hz) and self.control_hz > 0
+        ):
             raise InputError("interface.control_hz", self.control_hz, "a finite frequency > 0")
-        bounds = tuple(np.asarray(self.action_bounds, dtype=float).ravel().tolist())
+        try:
+            bounds = tuple(np.asarray(self.action_bounds, dtype=float).ravel().tolist())
+        except (TypeError, ValueError):
+            bounds = (math.nan,)
         if len(bounds) % 2 or not all(math.isfinite(b) for b in bounds):
             raise InputError("interface.action_bounds", self.action_bounds, "finite (low, high) pairs")
         object.__setattr__(self, "action_bounds", bounds)

@@ -222,3 +222,14 @@ def test_failed_migration_step_rolls_back(path, monkeypatch):
 
 def test_migrations_are_ordered_and_contiguous():
     assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
+
+
+def test_readers_open_and_read_while_a_write_is_in_progress(path):
+    with Ledger(path) as writer:
+        writer.add(A)
+        with writer.transaction():
+            writer.add(B)
+            with Ledger(path, create=False, timeout=0.2) as reader:  # no wait for the writer's lock
+                assert reader.records() == [A]
+        with Ledger(path, create=False) as reader:
+            assert reader.records() == [A, B]
