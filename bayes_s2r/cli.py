@@ -12,7 +12,7 @@ Commands import their heavy dependencies (JAX, NumPyro) inside the function body
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import click
 import typer
@@ -40,7 +40,9 @@ app = typer.Typer(
     help="Where should the next unit of sim-to-real budget go?",
     pretty_exceptions_show_locals=False,
 )
-ledger_app = typer.Typer(no_args_is_help=True, help="The evidence ledger: create, import, show, export.")
+ledger_app = typer.Typer(
+    no_args_is_help=True, help="The evidence ledger: create, import, show, export."
+)
 app.add_typer(ledger_app, name="ledger")
 
 
@@ -69,14 +71,20 @@ def ledger_init(path: LedgerPath) -> None:
     existed = path.exists()
     with Ledger(path) as ledger:
         state = "opened existing" if existed else "created"
-        _console().print(f"{state} ledger {path} (schema v{ledger.schema_version}, {len(ledger)} records)")
+        _console().print(
+            f"{state} ledger {path} (schema v{ledger.schema_version}, {len(ledger)} records)"
+        )
 
 
 @ledger_app.command("import")
 def ledger_import(
     path: LedgerPath,
-    file: Annotated[Path, typer.Argument(help="A .csv or .json file of records.", show_default=False)],
-    kind: Annotated[Optional[str], typer.Option(help="Record kind of CSV rows without a kind column.")] = None,
+    file: Annotated[
+        Path, typer.Argument(help="A .csv or .json file of records.", show_default=False)
+    ],
+    kind: Annotated[
+        str | None, typer.Option(help="Record kind of CSV rows without a kind column.")
+    ] = None,
 ) -> None:
     """Import the records of FILE into the ledger at PATH: all of them, or none on any error."""
     from bayes_s2r.evidence.ledger import Ledger
@@ -85,7 +93,9 @@ def ledger_import(
     if suffix == ".json" and kind is not None:
         raise InputError("--kind", kind, "no --kind with a JSON file (each record names its kind)")
     with Ledger(path, create=False) as ledger:
-        result = ledger.import_csv(file, kind=kind) if suffix == ".csv" else ledger.import_json(file)
+        result = (
+            ledger.import_csv(file, kind=kind) if suffix == ".csv" else ledger.import_json(file)
+        )
         _console().print(
             f"imported {file}: {result.read} records read, {result.added} new, "
             f"{result.read - result.added} already present; the ledger holds {len(ledger)}"
@@ -101,15 +111,24 @@ def _defaults(record) -> dict:
 def _summary(record) -> str:
     """The fields of a record that differ from their defaults, as `name=value` pairs."""
     defaults = _defaults(record)
-    return "  ".join(f"{k}={v}" for k, v in record.payload().items()
-                     if v is not None and v != defaults.get(k))
+    return "  ".join(
+        f"{k}={v}" for k, v in record.payload().items() if v is not None and v != defaults.get(k)
+    )
 
 
 _HEADERS = {  # short column headers, so a record fits on one line of an 80-column terminal
-    "successes_treated": "succ T", "episodes_treated": "eps T", "successes_control": "succ C",
-    "episodes_control": "eps C", "successes": "succ", "episodes": "eps", "executions": "execs",
-    "pair_direction": "pair dir", "pair_level": "pair lvl", "trajectories": "traj",
-    "returns_treated": "returns T", "returns_control": "returns C",
+    "successes_treated": "succ T",
+    "episodes_treated": "eps T",
+    "successes_control": "succ C",
+    "episodes_control": "eps C",
+    "successes": "succ",
+    "episodes": "eps",
+    "executions": "execs",
+    "pair_direction": "pair dir",
+    "pair_level": "pair lvl",
+    "trajectories": "traj",
+    "returns_treated": "returns T",
+    "returns_control": "returns C",
 }
 
 
@@ -120,8 +139,10 @@ def _short(ident: str) -> str:
 @ledger_app.command("show")
 def ledger_show(
     path: LedgerPath,
-    kind: Annotated[Optional[str], typer.Option(help="Show only records of this kind.")] = None,
-    limit: Annotated[int, typer.Option(min=0, help="Show at most the last N records (0: counts only).")] = 20,
+    kind: Annotated[str | None, typer.Option(help="Show only records of this kind.")] = None,
+    limit: Annotated[
+        int, typer.Option(min=0, help="Show at most the last N records (0: counts only).")
+    ] = 20,
 ) -> None:
     """Show the ledger at PATH: record counts per kind and the most recent records."""
     from rich import box
@@ -144,8 +165,12 @@ def ledger_show(
     if not shown:
         return
     first = len(records) - len(shown) + 1
-    table = Table(title=f"{kind or 'all'} records {first}-{len(records)} of {len(records)}",
-                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table = Table(
+        title=f"{kind or 'all'} records {first}-{len(records)} of {len(records)}",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     table.add_column("#", justify="right")
     if kind is None:
         table.add_column("kind")
@@ -155,8 +180,11 @@ def ledger_show(
             table.add_row(str(i), rec.KIND, _short(rec.id), _summary(rec))
     else:  # one column per field, leaving out fields at their default in every shown record
         defaults = _defaults(shown[0])
-        fields = [f for f in RECORD_TYPES[shown[0].KIND].FIELDS
-                  if any(r.payload()[f] != defaults[f] for r in shown)]
+        fields = [
+            f
+            for f in RECORD_TYPES[shown[0].KIND].FIELDS
+            if any(r.payload()[f] != defaults[f] for r in shown)
+        ]
         named = any(r.id != r.content_hash() for r in shown)  # ids that are not content hashes
         if named:
             table.add_column("id", no_wrap=True)
@@ -172,7 +200,9 @@ def ledger_show(
 @ledger_app.command("export")
 def ledger_export(
     path: LedgerPath,
-    file: Annotated[Path, typer.Argument(help="The .csv or .json file to write.", show_default=False)],
+    file: Annotated[
+        Path, typer.Argument(help="The .csv or .json file to write.", show_default=False)
+    ],
 ) -> None:
     """Write every record of the ledger at PATH to FILE (CSV or JSON), which re-imports as is."""
     from bayes_s2r.evidence.ledger import Ledger

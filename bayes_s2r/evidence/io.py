@@ -41,6 +41,7 @@ __all__ = [
     "candidate_to_mapping",
 ]
 
+
 # ----------------------------------------------------------------------------- reading
 def _read_text(path: str | os.PathLike, what: str) -> str:
     p = Path(path)
@@ -52,7 +53,9 @@ def _read_text(path: str | os.PathLike, what: str) -> str:
     except IsADirectoryError:
         raise InputError("path", str(path), f"a {what} file, not a folder") from None
     except UnicodeDecodeError as e:
-        raise InputError("path", str(path), f"a UTF-8 {what} file (byte {e.start} is not UTF-8)") from None
+        raise InputError(
+            "path", str(path), f"a UTF-8 {what} file (byte {e.start} is not UTF-8)"
+        ) from None
     except OSError as e:
         raise InputError("path", str(path), f"a readable {what} file ({e.strerror or e})") from None
 
@@ -90,8 +93,9 @@ def read_csv(path: str | os.PathLike, *, kind: str | None = None) -> tuple[list[
             if c and columns.index(c) != i:
                 raise InputError("header", c, "each column named once", where=f"{path}, row 1")
         if "kind" not in columns and kind is None:
-            raise InputError("kind", None, "a `kind` column, or the kind given when importing",
-                             where=str(path))
+            raise InputError(
+                "kind", None, "a `kind` column, or the kind given when importing", where=str(path)
+            )
         while True:
             start = reader.line_num + 1
             row = next(reader, None)
@@ -100,23 +104,35 @@ def read_csv(path: str | os.PathLike, *, kind: str | None = None) -> tuple[list[
             if _blank(row):
                 continue
             where = f"row {start}"
-            if len(row) > len(columns) and not _blank(row[len(columns):]):
-                raise InputError("row", row, f"at most {len(columns)} cells, one per header column",
-                                 where=f"{path}, {where}")
+            if len(row) > len(columns) and not _blank(row[len(columns) :]):
+                raise InputError(
+                    "row",
+                    row,
+                    f"at most {len(columns)} cells, one per header column",
+                    where=f"{path}, {where}",
+                )
             cells = {c: v for c, v in zip(columns, row) if c}
             row_kind = cells.pop("kind", "").strip() or kind
             if row_kind is None:
-                raise InputError("kind", "", f"one of {sorted(RECORD_TYPES)}", where=f"{path}, {where}")
+                raise InputError(
+                    "kind", "", f"one of {sorted(RECORD_TYPES)}", where=f"{path}, {where}"
+                )
             if kind is not None and row_kind != kind:
-                raise InputError("kind", row_kind, f"{kind!r} (the kind given for this file)",
-                                 where=f"{path}, {where}")
+                raise InputError(
+                    "kind",
+                    row_kind,
+                    f"{kind!r} (the kind given for this file)",
+                    where=f"{path}, {where}",
+                )
             try:
                 records.append(record_from_dict(cells, kind=row_kind, coerce=True))
             except InputError as e:
                 raise InputError(e.field, e.value, e.expected, where=f"{path}, {where}") from None
             sources.append(where)
     except csv.Error as e:
-        raise InputError("path", str(path), f"well-formed CSV (line {reader.line_num}: {e})") from None
+        raise InputError(
+            "path", str(path), f"well-formed CSV (line {reader.line_num}: {e})"
+        ) from None
     return records, sources
 
 
@@ -137,23 +153,31 @@ def read_json(path: str | os.PathLike) -> tuple[list[Record], list[str]]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise InputError("path", str(path), f"well-formed JSON (line {e.lineno} column {e.colno}: {e.msg})") from None
+        raise InputError(
+            "path", str(path), f"well-formed JSON (line {e.lineno} column {e.colno}: {e.msg})"
+        ) from None
     except RecursionError:
         raise InputError("path", str(path), "JSON nested less deeply") from None
     if isinstance(data, dict):
         unknown = [k for k in data if k not in _JSON_TOP_KEYS]
         if unknown or "records" not in data:
             key = unknown[0] if unknown else "records"
-            raise InputError(key, data.get(key), 'a list of records or {"records": [...]}', where=str(path))
+            raise InputError(
+                key, data.get(key), 'a list of records or {"records": [...]}', where=str(path)
+            )
         data = data["records"]
     if not isinstance(data, list):
-        raise InputError("records", data, 'a list of records or {"records": [...]}', where=str(path))
+        raise InputError(
+            "records", data, 'a list of records or {"records": [...]}', where=str(path)
+        )
     records: list[Record] = []
     sources: list[str] = []
     for i, item in enumerate(data):
         where = f"records[{i}]"
         if not isinstance(item, dict) or "kind" not in item:
-            raise InputError("record", item, "an object with a `kind` field", where=f"{path}, {where}")
+            raise InputError(
+                "record", item, "an object with a `kind` field", where=f"{path}, {where}"
+            )
         try:
             records.append(record_from_dict(item, coerce=False))
         except InputError as e:
@@ -220,9 +244,16 @@ def write_csv(records: Iterable[Record], path: str | os.PathLike) -> int:
         w.writerow(["kind", "id", *fields])
         for r in recs:
             payload = r.payload()
-            w.writerow([r.KIND, r.id, *(
-                _cell(r.FIELDS[name], payload[name]) if name in r.FIELDS else "" for name in fields
-            )])
+            w.writerow(
+                [
+                    r.KIND,
+                    r.id,
+                    *(
+                        _cell(r.FIELDS[name], payload[name]) if name in r.FIELDS else ""
+                        for name in fields
+                    ),
+                ]
+            )
 
     _atomic_write(path, write)
     return len(recs)
@@ -238,15 +269,31 @@ def write_json(records: Iterable[Record], path: str | os.PathLike) -> int:
 
     recs = _records(records)
     lines = [json.dumps(r.to_dict(), allow_nan=False, ensure_ascii=False) for r in recs]
-    text = (f'{{"format": "bayes_s2r.evidence", "schema_version": {SCHEMA_VERSION}, "records": [\n'
-            + "".join(line + ",\n" for line in lines[:-1]) + "".join(lines[-1:]) + "\n]}\n")  # one record per line: readable, diff-friendly
+    text = (
+        f'{{"format": "bayes_s2r.evidence", "schema_version": {SCHEMA_VERSION}, "records": [\n'
+        + "".join(line + ",\n" for line in lines[:-1])
+        + "".join(lines[-1:])
+        + "\n]}\n"
+    )  # one record per line: readable, diff-friendly
     _atomic_write(path, lambda f: f.write(text))
     return len(recs)
 
 
 # ----------------------------------------------------------------------------- candidates
-_CANDIDATE_KEYS = ("name", "role", "lens", "method", "batch", "cost", "touches_robot", "repeatable",
-                   "observes", "targets", "outcome", "objectives")
+_CANDIDATE_KEYS = (
+    "name",
+    "role",
+    "lens",
+    "method",
+    "batch",
+    "cost",
+    "touches_robot",
+    "repeatable",
+    "observes",
+    "targets",
+    "outcome",
+    "objectives",
+)
 
 
 def _candidate(i: int, table: Any, path: str) -> Candidate:
@@ -257,7 +304,9 @@ def _candidate(i: int, table: Any, path: str) -> Candidate:
         label += f" ({table['name']})"
     for key in table:
         if key not in _CANDIDATE_KEYS:
-            raise InputError(f"candidate.{key}", table[key], f"a key among {list(_CANDIDATE_KEYS)}", where=label)
+            raise InputError(
+                f"candidate.{key}", table[key], f"a key among {list(_CANDIDATE_KEYS)}", where=label
+            )
     for key in ("name", "role"):
         if key not in table:
             raise InputError(f"candidate.{key}", None, "a value (the key is required)", where=label)
@@ -314,14 +363,23 @@ def _outcome_mapping(outcome: Any) -> dict[str, Any]:
     names = {code: name for name, code in OUTCOME_KINDS.items()}
     code = outcome.params()[0]
     if code not in names or not dataclasses.is_dataclass(outcome):
-        raise InputError("candidate.outcome", outcome, "an outcome model built by outcome_from_mapping")
-    return {"kind": names[code], **{f.name: getattr(outcome, f.name) for f in dataclasses.fields(outcome)}}
+        raise InputError(
+            "candidate.outcome", outcome, "an outcome model built by outcome_from_mapping"
+        )
+    return {
+        "kind": names[code],
+        **{f.name: getattr(outcome, f.name) for f in dataclasses.fields(outcome)},
+    }
 
 
 def candidate_to_mapping(candidate: Candidate) -> dict[str, Any]:
     """The TOML table of one candidate (keys left out where the value is None or default)."""
     c = candidate
-    out: dict[str, Any] = {"name": c.name, "role": c.role, "lens": c.lens[0] if len(c.lens) == 1 else list(c.lens)}
+    out: dict[str, Any] = {
+        "name": c.name,
+        "role": c.role,
+        "lens": c.lens[0] if len(c.lens) == 1 else list(c.lens),
+    }
     for key in ("method", "batch", "observes", "targets"):
         if getattr(c, key) is not None:
             out[key] = getattr(c, key)

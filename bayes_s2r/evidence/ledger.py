@@ -42,16 +42,28 @@ class Migration(NamedTuple):
 
 
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration(1, "evidence records and schema history", (
-        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL,"
-        " applied_at TEXT NOT NULL)",
-        "CREATE TABLE records (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
-        " kind TEXT NOT NULL, payload TEXT NOT NULL)",
-    )),
-    Migration(2, "campaign meta table and an index on record kind", (
-        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        "CREATE INDEX records_kind ON records (kind, seq)",
-    )),
+    Migration(
+        1,
+        "evidence records and schema history",
+        (
+            (
+                "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL,"
+                " applied_at TEXT NOT NULL)"
+            ),
+            (
+                "CREATE TABLE records (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
+                " kind TEXT NOT NULL, payload TEXT NOT NULL)"
+            ),
+        ),
+    ),
+    Migration(
+        2,
+        "campaign meta table and an index on record kind",
+        (
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+            "CREATE INDEX records_kind ON records (kind, seq)",
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -98,8 +110,11 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
     target = SCHEMA_VERSION if target is None else target
     current = schema_version(conn)
     if current > SCHEMA_VERSION:
-        raise InputError("schema_version", current,
-                         f"at most {SCHEMA_VERSION} (the file was written by a newer bayes_s2r)")
+        raise InputError(
+            "schema_version",
+            current,
+            f"at most {SCHEMA_VERSION} (the file was written by a newer bayes_s2r)",
+        )
     for step in MIGRATIONS:
         if step.version <= current:
             continue  # no lock taken: opening a current ledger never waits for a writer
@@ -114,8 +129,11 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
                 conn.execute(sql)
             conn.execute(
                 "INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
-                (step.version, step.description,
-                 datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")),
+                (
+                    step.version,
+                    step.description,
+                    datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                ),
             )
             conn.execute("COMMIT")
         except BaseException:
@@ -161,7 +179,9 @@ class Ledger:
                 raise InputError("path", self.path, "a ledger file, not a folder")
             if not p.exists():
                 if not create:
-                    raise InputError("path", self.path, "an existing ledger file (create one with `ledger init`)")
+                    raise InputError(
+                        "path", self.path, "an existing ledger file (create one with `ledger init`)"
+                    )
                 p.parent.mkdir(parents=True, exist_ok=True)
         self._depth = 0
         try:
@@ -188,17 +208,28 @@ class Ledger:
     def _refuse_foreign_database(self) -> None:
         """Never add ledger tables to another program's SQLite file."""
         if schema_version(self._conn) == 0:
-            other = [r[0] for r in self._conn.execute(
-                "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name")]
+            other = [
+                r[0]
+                for r in self._conn.execute(
+                    "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
+                )
+            ]
             if other:
-                raise InputError("path", self.path,
-                                 f"a bayes_s2r ledger or an empty file (it holds other tables: {other})")
+                raise InputError(
+                    "path",
+                    self.path,
+                    f"a bayes_s2r ledger or an empty file (it holds other tables: {other})",
+                )
 
     def _check_tables(self) -> None:
-        names = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        names = {
+            r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
         missing = {"schema_version", "records", "meta"} - names
         if missing:
-            raise InputError("path", self.path, f"a bayes_s2r ledger (tables {sorted(missing)} missing)")
+            raise InputError(
+                "path", self.path, f"a bayes_s2r ledger (tables {sorted(missing)} missing)"
+            )
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -268,12 +299,17 @@ class Ledger:
             if row[1] == text:
                 return False
             raise InputError(
-                f"{record.KIND}.id", record.id,
-                f"an id not already used by a different {row[0]} record (ids are stable: "
-                "give this record its own id, or leave id empty to use its content hash)",
+                f"{record.KIND}.id",
+                record.id,
+                (
+                    f"an id not already used by a different {row[0]} record (ids are stable: "
+                    "give this record its own id, or leave id empty to use its content hash)"
+                ),
             )
-        db.execute("INSERT INTO records (id, kind, payload) VALUES (?, ?, ?)",
-                   (record.id, record.KIND, text))
+        db.execute(
+            "INSERT INTO records (id, kind, payload) VALUES (?, ?, ?)",
+            (record.id, record.KIND, text),
+        )
         return True
 
     def add(self, record: Record) -> bool:
@@ -284,7 +320,9 @@ class Ledger:
         """
         return self.add_many([record]) == 1
 
-    def add_many(self, records: Iterable[Record], *, where: Callable[[int], str] | None = None) -> int:
+    def add_many(
+        self, records: Iterable[Record], *, where: Callable[[int], str] | None = None
+    ) -> int:
         """Append records atomically (all or none); return how many were new.
 
         Args:
@@ -325,19 +363,26 @@ class Ledger:
 
     def get(self, record_id: str) -> Record | None:
         """The record stored under `record_id`, or None."""
-        row = self._db().execute("SELECT payload FROM records WHERE id = ?", (record_id,)).fetchone()
+        row = (
+            self._db().execute("SELECT payload FROM records WHERE id = ?", (record_id,)).fetchone()
+        )
         return None if row is None else record_from_dict(json.loads(row[0]), coerce=False)
 
     def __contains__(self, item: Record | str) -> bool:
         ident = item.id if isinstance(item, Record) else item
-        return self._db().execute("SELECT 1 FROM records WHERE id = ?", (ident,)).fetchone() is not None
+        return (
+            self._db().execute("SELECT 1 FROM records WHERE id = ?", (ident,)).fetchone()
+            is not None
+        )
 
     def __len__(self) -> int:
         return int(self._db().execute("SELECT COUNT(*) FROM records").fetchone()[0])
 
     def counts(self) -> dict[str, int]:
         """Number of stored records per kind, for kinds present, in `RECORD_TYPES` order."""
-        got = dict(self._db().execute("SELECT kind, COUNT(*) FROM records GROUP BY kind").fetchall())
+        got = dict(
+            self._db().execute("SELECT kind, COUNT(*) FROM records GROUP BY kind").fetchall()
+        )
         return {k: int(got[k]) for k in RECORD_TYPES if k in got}
 
     # ------------------------------------------------------------------ campaign meta
@@ -348,9 +393,13 @@ class Ledger:
         try:
             text = json.dumps(value, sort_keys=True, allow_nan=False)
         except (TypeError, ValueError):
-            raise InputError(f"meta.{key}", value, "JSON-serializable data with finite numbers") from None
+            raise InputError(
+                f"meta.{key}", value, "JSON-serializable data with finite numbers"
+            ) from None
         with self.transaction():
-            self._db().execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, text))
+            self._db().execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, text)
+            )
         return json.loads(text)
 
     def get_meta(self, key: str, default: Any = None) -> Any:
@@ -360,10 +409,15 @@ class Ledger:
 
     def meta(self) -> dict[str, Any]:
         """Every meta key and value."""
-        return {k: json.loads(v) for k, v in self._db().execute("SELECT key, value FROM meta ORDER BY key")}
+        return {
+            k: json.loads(v)
+            for k, v in self._db().execute("SELECT key, value FROM meta ORDER BY key")
+        }
 
     # ------------------------------------------------------------------ files
-    def import_csv(self, path: str | os.PathLike, *, kind: str | type[Record] | None = None) -> ImportResult:
+    def import_csv(
+        self, path: str | os.PathLike, *, kind: str | type[Record] | None = None
+    ) -> ImportResult:
         """Import a CSV file atomically (see `bayes_s2r.evidence.io.read_csv` for the format)."""
         from bayes_s2r.evidence.io import read_csv
 

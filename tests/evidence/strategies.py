@@ -44,8 +44,18 @@ def _binomial(draw, lo=1):
 @st.composite
 def paired_evals(draw):
     (st_, nt), (sc, nc) = draw(_binomial()), draw(_binomial())
-    return PairedEval(draw(names), st_, nt, sc, nc, round=draw(counts), matched=draw(st.booleans()),
-                      policy=draw(opt_names), objective=draw(names), id=draw(ids))
+    return PairedEval(
+        draw(names),
+        st_,
+        nt,
+        sc,
+        nc,
+        round=draw(counts),
+        matched=draw(st.booleans()),
+        policy=draw(opt_names),
+        objective=draw(names),
+        id=draw(ids),
+    )
 
 
 @st.composite
@@ -53,8 +63,15 @@ def paired_returns(draw):
     n = draw(st.integers(1, 4))
     treated = draw(st.lists(finite, min_size=n, max_size=n))
     control = draw(st.lists(finite, min_size=n, max_size=n))
-    return PairedReturns(draw(names), treated, control, round=draw(counts), policy=draw(opt_names),
-                         objective=draw(names), id=draw(ids))
+    return PairedReturns(
+        draw(names),
+        treated,
+        control,
+        round=draw(counts),
+        policy=draw(opt_names),
+        objective=draw(names),
+        id=draw(ids),
+    )
 
 
 @st.composite
@@ -62,9 +79,18 @@ def sensitivity_trials(draw):
     s, n = draw(_binomial())
     direction = draw(names)
     pair = draw(st.none() | names.filter(lambda d: d != direction))
-    return SensitivityTrial(direction, draw(finite), s, n, tier=draw(st.sampled_from(["direct", "proxy", "ablation"])),
-                            policy=draw(opt_names), round=draw(counts), pair_direction=pair,
-                            pair_level=None if pair is None else draw(finite), id=draw(ids))
+    return SensitivityTrial(
+        direction,
+        draw(finite),
+        s,
+        n,
+        tier=draw(st.sampled_from(["direct", "proxy", "ablation"])),
+        policy=draw(opt_names),
+        round=draw(counts),
+        pair_direction=pair,
+        pair_level=None if pair is None else draw(finite),
+        id=draw(ids),
+    )
 
 
 @st.composite
@@ -76,33 +102,63 @@ def execution_outcomes(draw):
 @st.composite
 def deployment_evals(draw):
     n = draw(st.integers(1, 10**6))
-    return DeploymentEval(draw(names), n, draw(st.integers(0, n)), draw(st.integers(0, n)),
-                          round=draw(counts), id=draw(ids))
+    return DeploymentEval(
+        draw(names),
+        n,
+        draw(st.integers(0, n)),
+        draw(st.integers(0, n)),
+        round=draw(counts),
+        id=draw(ids),
+    )
 
 
 @st.composite
 def realized_costs(draw):
-    return RealizedCost(draw(names), round=draw(counts), real=draw(nonneg), compute=draw(nonneg),
-                        eng=draw(nonneg), id=draw(ids))
+    return RealizedCost(
+        draw(names),
+        round=draw(counts),
+        real=draw(nonneg),
+        compute=draw(nonneg),
+        eng=draw(nonneg),
+        id=draw(ids),
+    )
 
 
 @st.composite
 def system_ids(draw):
-    est = draw(st.dictionaries(names, st.fixed_dictionaries({"mean": finite, "sd": nonneg}), min_size=1, max_size=3))
-    return SystemIdRecord(draw(names), est, draw(counts), round=draw(counts), policy=draw(opt_names), id=draw(ids))
+    est = draw(
+        st.dictionaries(
+            names, st.fixed_dictionaries({"mean": finite, "sd": nonneg}), min_size=1, max_size=3
+        )
+    )
+    return SystemIdRecord(
+        draw(names), est, draw(counts), round=draw(counts), policy=draw(opt_names), id=draw(ids)
+    )
 
 
 @st.composite
 def decisions(draw):
-    return DecisionRecord(draw(counts), draw(opt_names), stop_reason=draw(opt_names), table=draw(json_values),
-                          seed=draw(counts), version=draw(names), extra=draw(json_values), id=draw(ids))
+    return DecisionRecord(
+        draw(counts),
+        draw(opt_names),
+        stop_reason=draw(opt_names),
+        table=draw(json_values),
+        seed=draw(counts),
+        version=draw(names),
+        extra=draw(json_values),
+        id=draw(ids),
+    )
 
 
 RECORD_STRATEGIES = {
-    "paired_eval": paired_evals(), "paired_returns": paired_returns(),
-    "sensitivity_trial": sensitivity_trials(), "execution_outcome": execution_outcomes(),
-    "deployment_eval": deployment_evals(), "realized_cost": realized_costs(),
-    "system_id": system_ids(), "decision": decisions(),
+    "paired_eval": paired_evals(),
+    "paired_returns": paired_returns(),
+    "sensitivity_trial": sensitivity_trials(),
+    "execution_outcome": execution_outcomes(),
+    "deployment_eval": deployment_evals(),
+    "realized_cost": realized_costs(),
+    "system_id": system_ids(),
+    "decision": decisions(),
 }
 assert set(RECORD_STRATEGIES) == set(RECORD_TYPES)
 records = st.one_of(*RECORD_STRATEGIES.values())
@@ -144,10 +200,17 @@ BAD_VALUES = {
 }
 
 junk_values = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8),
-    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=8),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
 )
-field_names = st.sampled_from(sorted({f for c in RECORD_TYPES.values() for f in c.FIELDS} | {"id", "kind"}))
+field_names = st.sampled_from(
+    sorted({f for c in RECORD_TYPES.values() for f in c.FIELDS} | {"id", "kind"})
+)
 junk_dicts = st.dictionaries(field_names | st.text(max_size=5), junk_values, max_size=8)
 
 

@@ -21,7 +21,9 @@ from .strategies import BAD_CELLS, BAD_VALUES, raw_content, records, unique_ids
 EXAMPLE_CSV = importlib.resources.files("bayes_s2r") / "examples" / "ledger.csv"
 # Files are written through tmp_path_factory; ledgers live in memory where the file itself
 # is not under test (the SQLite transaction logic is the same), to keep the examples fast.
-FUZZ = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def _dicts(ledger):
@@ -38,8 +40,13 @@ def example_ledger(tmp_path):
 
 def test_example_ledger_imports_and_reimport_is_idempotent(example_ledger, tmp_path):
     counts = example_ledger.counts()
-    assert counts == {"paired_eval": 11, "sensitivity_trial": 11, "execution_outcome": 5,
-                      "deployment_eval": 1, "realized_cost": 4}
+    assert counts == {
+        "paired_eval": 11,
+        "sensitivity_trial": 11,
+        "execution_outcome": 5,
+        "deployment_eval": 1,
+        "realized_cost": 4,
+    }
     before = raw_content(example_ledger.path)
     again = example_ledger.import_csv(EXAMPLE_CSV)
     assert again == ImportResult(str(EXAMPLE_CSV), 32, 0)
@@ -79,12 +86,17 @@ def test_single_kind_csv_with_kind_argument(tmp_path):
             ledger.import_csv(f)
         assert ledger.import_csv(f, kind="sensitivity_trial").added == 2
         assert ledger.import_csv(f, kind=SensitivityTrial).added == 0
-        assert ledger.records() == [SensitivityTrial("latency", 0.0, 47, 50), SensitivityTrial("latency", 1.0, 15, 50)]
+        assert ledger.records() == [
+            SensitivityTrial("latency", 0.0, 47, 50),
+            SensitivityTrial("latency", 1.0, 15, 50),
+        ]
         mixed = tmp_path / "mixed.csv"
         mixed.write_text("kind,candidate,executions,unsafe\nexecution_outcome,ft,3,0\n,ft,4,0\n")
         with pytest.raises(InputError, match=r"row 3: kind=''"):
             ledger.import_csv(mixed)
-        with pytest.raises(InputError, match=r"row 2: kind='execution_outcome': expected 'paired_eval'"):
+        with pytest.raises(
+            InputError, match=r"row 2: kind='execution_outcome': expected 'paired_eval'"
+        ):
             ledger.import_csv(mixed, kind="paired_eval")
         assert ledger.import_csv(mixed, kind="execution_outcome").added == 2
 
@@ -99,7 +111,10 @@ def test_bad_row_imports_nothing_and_names_row_field_value(example_ledger, tmp_p
         with pytest.raises(InputError) as err:
             fresh.import_csv(bad)
         assert len(fresh) == 0
-    assert "bad.csv, row 13: paired_eval.successes_treated='x': expected a whole number >= 0" in str(err.value)
+    assert (
+        "bad.csv, row 13: paired_eval.successes_treated='x': expected a whole number >= 0"
+        in str(err.value)
+    )
     before = raw_content(example_ledger.path)
     with pytest.raises(InputError, match="row 13"):
         example_ledger.import_csv(bad)
@@ -125,7 +140,9 @@ def test_one_corrupted_csv_cell_rejects_the_whole_file(tmp_path_factory, recs, d
             csv.writer(f).writerows(table)
         with pytest.raises(InputError) as err:
             ledger.import_csv(folder / "bad.csv")
-        _, sources = read_csv(folder / "good.csv")  # where row i starts (cells may hold line breaks)
+        _, sources = read_csv(
+            folder / "good.csv"
+        )  # where row i starts (cells may hold line breaks)
         assert f"{sources[i]}: {rec.KIND}.{field}" in str(err.value)
         assert raw_content(ledger) == before
 
@@ -150,9 +167,14 @@ def test_one_corrupted_json_value_rejects_the_whole_file(tmp_path_factory, recs,
 
 
 @FUZZ
-@given(content=st.binary(max_size=300) | st.text(max_size=300).map(str.encode),
-       suffix=st.sampled_from(["csv", "json"]), kind=st.none() | st.just("paired_eval"))
-def test_random_file_content_is_input_error_or_a_valid_import(tmp_path_factory, content, suffix, kind):
+@given(
+    content=st.binary(max_size=300) | st.text(max_size=300).map(str.encode),
+    suffix=st.sampled_from(["csv", "json"]),
+    kind=st.none() | st.just("paired_eval"),
+)
+def test_random_file_content_is_input_error_or_a_valid_import(
+    tmp_path_factory, content, suffix, kind
+):
     folder = tmp_path_factory.mktemp("junk")
     with Ledger(":memory:") as ledger:
         ledger.add(PairedEval("base", 1, 2, 1, 2))
@@ -169,10 +191,18 @@ def test_random_file_content_is_input_error_or_a_valid_import(tmp_path_factory, 
 
 
 @FUZZ
-@given(header=st.lists(st.sampled_from(["kind", "candidate", "executions", "unsafe", "round", "id", "junk", ""]),
-                       max_size=6),
-       rows=st.lists(st.lists(st.sampled_from(["", "execution_outcome", "ft", "3", "0", "-1", "x", " a"]),
-                              max_size=7), max_size=4))
+@given(
+    header=st.lists(
+        st.sampled_from(["kind", "candidate", "executions", "unsafe", "round", "id", "junk", ""]),
+        max_size=6,
+    ),
+    rows=st.lists(
+        st.lists(
+            st.sampled_from(["", "execution_outcome", "ft", "3", "0", "-1", "x", " a"]), max_size=7
+        ),
+        max_size=4,
+    ),
+)
 def test_random_csv_tables_are_input_error_or_a_valid_import(tmp_path_factory, header, rows):
     folder = tmp_path_factory.mktemp("tab")
     f = folder / "t.csv"
@@ -188,16 +218,27 @@ def test_random_csv_tables_are_input_error_or_a_valid_import(tmp_path_factory, h
             assert len(ledger) == result.added <= result.read
 
 
-@pytest.mark.parametrize("text, match", [
-    ("", "header row"),
-    ("kind,kind\n", "each column named once"),
-    ("kind,candidate,executions,unsafe\nexecution_outcome,ft,3,0,5\n", "row 2: row=.*at most 4 cells"),
-    ('kind,candidate\n"unterminated\n', "well-formed CSV"),
-    ("kind,candidate,executions,unsafe,level\nexecution_outcome,ft,3,0,0.5\n",
-     r"row 2: execution_outcome.level='0.5': expected a field among"),
-    ("kind,candidate,executions,unsafe\nexecution_outcome,ft,3,4\n", r"row 2: execution_outcome.unsafe=4: expected at most"),
-    ("kind,candidate\nno_such_kind,ft\n", r"row 2: kind='no_such_kind'"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("", "header row"),
+        ("kind,kind\n", "each column named once"),
+        (
+            "kind,candidate,executions,unsafe\nexecution_outcome,ft,3,0,5\n",
+            "row 2: row=.*at most 4 cells",
+        ),
+        ('kind,candidate\n"unterminated\n', "well-formed CSV"),
+        (
+            "kind,candidate,executions,unsafe,level\nexecution_outcome,ft,3,0,0.5\n",
+            r"row 2: execution_outcome.level='0.5': expected a field among",
+        ),
+        (
+            "kind,candidate,executions,unsafe\nexecution_outcome,ft,3,4\n",
+            r"row 2: execution_outcome.unsafe=4: expected at most",
+        ),
+        ("kind,candidate\nno_such_kind,ft\n", r"row 2: kind='no_such_kind'"),
+    ],
+)
 def test_malformed_csv_messages(tmp_path, text, match):
     f = tmp_path / "f.csv"
     f.write_text(text)
@@ -205,16 +246,24 @@ def test_malformed_csv_messages(tmp_path, text, match):
         read_csv(f)
 
 
-@pytest.mark.parametrize("text, match", [
-    ("[1, 2", "well-formed JSON"),
-    ('{"rows": []}', "rows"),
-    ('{"records": {}}', "records"),
-    ("3", "records"),
-    ('[{"candidate": "x"}]', r"records\[0\]: record=.*kind"),
-    ('[{"kind": "paired_eval", "candidate": "x", "successes_treated": "3", "episodes_treated": 5,'
-     ' "successes_control": 1, "episodes_control": 5}]', r"records\[0\]: paired_eval.successes_treated='3'"),
-    ("[" * 100000, "well-formed JSON|nested"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("[1, 2", "well-formed JSON"),
+        ('{"rows": []}', "rows"),
+        ('{"records": {}}', "records"),
+        ("3", "records"),
+        ('[{"candidate": "x"}]', r"records\[0\]: record=.*kind"),
+        (
+            (
+                '[{"kind": "paired_eval", "candidate": "x", "successes_treated": "3",'
+                ' "episodes_treated": 5, "successes_control": 1, "episodes_control": 5}]'
+            ),
+            r"records\[0\]: paired_eval.successes_treated='3'",
+        ),
+        ("[" * 100000, "well-formed JSON|nested"),
+    ],
+)
 def test_malformed_json_messages(tmp_path, text, match):
     f = tmp_path / "f.json"
     f.write_text(text)

@@ -67,13 +67,18 @@ def test_sigkill_during_import_leaves_ledger_unchanged(tmp_path):
         ledger.set_meta("round", 2)
     before = raw_content(str(path))
     big = tmp_path / "big.csv"
-    big.write_text("kind,direction,level,successes,episodes\n" + "".join(
-        f"sensitivity_trial,latency,{i / ROWS!r},{i % 50},50\n" for i in range(ROWS)))
+    big.write_text(
+        "kind,direction,level,successes,episodes\n"
+        + "".join(f"sensitivity_trial,latency,{i / ROWS!r},{i % 50},50\n" for i in range(ROWS))
+    )
     marker, script = tmp_path / "paused", tmp_path / "child.py"
     script.write_text(CHILD)
 
-    child = subprocess.Popen([sys.executable, str(script), str(path), str(big), str(marker)],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(path), str(big), str(marker)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 300
         while not marker.exists():
@@ -101,4 +106,6 @@ def test_sigkill_during_import_leaves_ledger_unchanged(tmp_path):
         assert ledger.get_meta("round") == 2
         result = ledger.import_csv(big)  # the ledger is still usable: the import now completes
         assert result.added == ROWS and len(ledger) == len(before[0]) + ROWS
-        assert ledger.records(SensitivityTrial)[-1] == SensitivityTrial("latency", (ROWS - 1) / ROWS, (ROWS - 1) % 50, 50)
+        assert ledger.records(SensitivityTrial)[-1] == SensitivityTrial(
+            "latency", (ROWS - 1) / ROWS, (ROWS - 1) % 50, 50
+        )

@@ -72,7 +72,9 @@ def test_add_many_is_all_or_nothing(path):
         with pytest.raises(InputError, match=r"records\[1\]"):
             ledger.add_many([B, "not a record"])
         with pytest.raises(InputError, match=r"records\[1\]"):  # a clash inside the batch itself
-            ledger.add_many([PairedEval("x", 1, 2, 1, 2, id="k"), PairedEval("y", 1, 2, 1, 2, id="k")])
+            ledger.add_many(
+                [PairedEval("x", 1, 2, 1, 2, id="k"), PairedEval("y", 1, 2, 1, 2, id="k")]
+            )
         assert raw_content(path) == before
 
 
@@ -88,7 +90,10 @@ def test_meta_is_transactional_json(path):
         for key, value in [("", 1), (3, 1), ("x", float("nan")), ("x", object())]:
             with pytest.raises(InputError):
                 ledger.set_meta(key, value)
-        with pytest.raises(RuntimeError), ledger.transaction():  # any error rolls the whole group back
+        with (
+            pytest.raises(RuntimeError),
+            ledger.transaction(),
+        ):  # any error rolls the whole group back
             ledger.set_meta("round", 4)
             ledger.add(C)
             raise RuntimeError("crash between writes")
@@ -151,20 +156,32 @@ def test_bad_paths_are_input_errors(tmp_path):
 # The schema as version 1 of the code wrote it, frozen here on purpose: migrating a real
 # v1 file must keep working even when the migration list changes.
 V1_SCHEMA = [
-    "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL,"
-    " applied_at TEXT NOT NULL)",
-    "CREATE TABLE records (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
-    " kind TEXT NOT NULL, payload TEXT NOT NULL)",
-    "INSERT INTO schema_version VALUES (1, 'evidence records and schema history', '2026-01-01T00:00:00+00:00')",
+    (
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL,"
+        " applied_at TEXT NOT NULL)"
+    ),
+    (
+        "CREATE TABLE records (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
+        " kind TEXT NOT NULL, payload TEXT NOT NULL)"
+    ),
+    (
+        "INSERT INTO schema_version VALUES"
+        " (1, 'evidence records and schema history', '2026-01-01T00:00:00+00:00')"
+    ),
 ]
 
 
 def _tables(conn):
-    return sorted(conn.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"))
+    return sorted(
+        conn.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
+    )
 
 
 def test_first_migration_matches_the_frozen_v1_schema(tmp_path):
-    a, b = sqlite3.connect(tmp_path / "a.sqlite", isolation_level=None), sqlite3.connect(tmp_path / "b.sqlite")
+    a, b = (
+        sqlite3.connect(tmp_path / "a.sqlite", isolation_level=None),
+        sqlite3.connect(tmp_path / "b.sqlite"),
+    )
     assert migrate(a, target=1) == 1
     for sql in V1_SCHEMA:
         b.execute(sql)
@@ -179,8 +196,10 @@ def test_open_v1_ledger_migrates_forward_and_keeps_records(path):
     for sql in V1_SCHEMA:
         conn.execute(sql)
     for rec in (A, B):  # records as v1 stored them: canonical JSON under the stable id
-        conn.execute("INSERT INTO records (id, kind, payload) VALUES (?, ?, ?)",
-                     (rec.id, rec.KIND, ledger_mod._canonical(rec)))
+        conn.execute(
+            "INSERT INTO records (id, kind, payload) VALUES (?, ?, ?)",
+            (rec.id, rec.KIND, ledger_mod._canonical(rec)),
+        )
     conn.commit()
     conn.close()
     with Ledger(path) as ledger:
@@ -189,7 +208,7 @@ def test_open_v1_ledger_migrates_forward_and_keeps_records(path):
         assert ledger.add(A) is False
         ledger.set_meta("round", 1)  # the v2 table exists
         assert ledger.records("paired_eval") == [A]
-    records, meta, versions = raw_content(path)
+    _, meta, versions = raw_content(path)
     assert [v for (v,) in versions] == [m.version for m in MIGRATIONS]
     assert meta == [("round", "1")]
 

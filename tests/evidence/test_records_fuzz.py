@@ -18,8 +18,11 @@ FUZZ = settings(max_examples=80, deadline=None)
 
 
 @FUZZ
-@given(data=junk_dicts, kind=st.none() | st.sampled_from(sorted(RECORD_TYPES)) | junk_values,
-       coerce=st.booleans())
+@given(
+    data=junk_dicts,
+    kind=st.none() | st.sampled_from(sorted(RECORD_TYPES)) | junk_values,
+    coerce=st.booleans(),
+)
 def test_junk_mapping_gives_record_or_input_error(data, kind, coerce):
     try:
         rec = record_from_dict(data, kind=kind if isinstance(kind, str) else None, coerce=coerce)
@@ -40,7 +43,11 @@ def test_junk_top_level_value_is_input_error(value):
 @given(rec=records, data=st.data())
 def test_corrupted_csv_cell_is_input_error_naming_the_field(rec, data):
     payload = rec.payload()
-    row = {"kind": rec.KIND, "id": rec.id, **{f: _cell(p, payload[f]) for f, p in rec.FIELDS.items()}}
+    row = {
+        "kind": rec.KIND,
+        "id": rec.id,
+        **{f: _cell(p, payload[f]) for f, p in rec.FIELDS.items()},
+    }
     assert record_from_dict(row).to_dict() == rec.to_dict()  # the clean row parses back exactly
     field = data.draw(st.sampled_from(sorted(rec.FIELDS)))
     bad = data.draw(st.sampled_from(BAD_CELLS[rec.FIELDS[field]]))
@@ -79,14 +86,36 @@ def test_content_hash_is_stable_and_content_sensitive():
     assert dataclasses.replace(a, id="x") != a
 
 
-@pytest.mark.parametrize("data, field, text", [
-    ({"kind": ["paired_eval"]}, "kind", "one of"),
-    ({"kind": "paired_eval", 1: 2, "zz": 3}, "paired_eval.1", "a field among"),
-    ({"kind": "paired_eval", "candidate": "a", "successes_treated": 10**400, "episodes_treated": 1,
-      "successes_control": 0, "episodes_control": 1}, "paired_eval.successes_treated", "< 2**63"),
-    ({"kind": "sensitivity_trial", "direction": "a", "level": 10**400, "successes": 0, "episodes": 1},
-     "sensitivity_trial.level", "finite"),
-])
+@pytest.mark.parametrize(
+    "data, field, text",
+    [
+        ({"kind": ["paired_eval"]}, "kind", "one of"),
+        ({"kind": "paired_eval", 1: 2, "zz": 3}, "paired_eval.1", "a field among"),
+        (
+            {
+                "kind": "paired_eval",
+                "candidate": "a",
+                "successes_treated": 10**400,
+                "episodes_treated": 1,
+                "successes_control": 0,
+                "episodes_control": 1,
+            },
+            "paired_eval.successes_treated",
+            "< 2**63",
+        ),
+        (
+            {
+                "kind": "sensitivity_trial",
+                "direction": "a",
+                "level": 10**400,
+                "successes": 0,
+                "episodes": 1,
+            },
+            "sensitivity_trial.level",
+            "finite",
+        ),
+    ],
+)
 def test_inputs_that_used_to_escape_as_other_errors(data, field, text):
     with pytest.raises(InputError) as err:
         record_from_dict(data, coerce=False)
@@ -94,6 +123,16 @@ def test_inputs_that_used_to_escape_as_other_errors(data, field, text):
 
 
 def test_row_error_message_names_field_value_and_expectation():
-    with pytest.raises(InputError, match=r"paired_eval.successes_treated='x': expected a whole number >= 0"):
-        record_from_dict({"kind": "paired_eval", "candidate": "a", "successes_treated": "x",
-                          "episodes_treated": "50", "successes_control": "1", "episodes_control": "50"})
+    with pytest.raises(
+        InputError, match=r"paired_eval.successes_treated='x': expected a whole number >= 0"
+    ):
+        record_from_dict(
+            {
+                "kind": "paired_eval",
+                "candidate": "a",
+                "successes_treated": "x",
+                "episodes_treated": "50",
+                "successes_control": "1",
+                "episodes_control": "50",
+            }
+        )
