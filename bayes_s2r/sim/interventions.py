@@ -1,0 +1,217 @@
+"""The standard interventions: each returns a new policy, its realized cost and its records.
+
+| kind            | lens           | what it does                                                    |
+| --------------- | -------------- | --------------------------------------------------------------- |
+| `si_retrain`    | model          | log excited real episodes, identify ξ, retrain in the fitted sim |
+| `dr_retrain`    | data           | retrain under uniform DR of the given width (in levels)          |
+| `obs_augment`   | representation | retrain with randomized observation noise and angle bias        |
+| `real_finetune` | optimization   | ES directly on the robot with a given number of real episodes   |
+
+Costs (`Cost(real, compute, eng)`, see `cards/costs.toml`):
+- real: robot-hours the `RealRobot` charged (horizon × control period + reset overhead,
+  per episode);
+- compute: simulated control steps / `sim_steps_per_hour` (a deterministic model; the
+  measured wall time is in `info["wall_s"]`);
+- eng: engineering hours per kind from the cost card.
+
+Everything that touches the robot (SI data collection, fine-tuning) also yields an
+`ExecutionOutcome` with the number of unsafe episodes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import tomllib
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from bayes_s2r.errors import InputError, require_finite_nonneg
+from bayes_s2r.evidence.records import ExecutionOutcome, RealizedCost
+from bayes_s2r.sim.params import DRSpec
+from bayes_s2r.sim.real import RealRobot
+from bayes_s2r.sim.rollout import LinearPolicy, policy_id
+from bayes_s2r.sim.sysid import SIConfig, identify
+from bayes_s2r.sim.train import ESConfig, es_loop, train_es
+from bayes_s2r.sim.world import World
+from bayes_s2r.vocab import Cost, check_shared_interface
+
+__all__ = ["KINDS", "DEFAULTS", "CostModel", "load_costs", "InterventionResult", "run_intervention"]
+
+KINDS = ("si_retrain", "dr_retrain", "obs_augment", "real_finetune")
+
+#: Default parameters per kind (small: each runs in seconds on 2 cores once compiled).
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "si_retrain": {"trajectories": 8, "excitation": 0.3, "si_iterations": 40, "method": "gradient",
+                   "iterations": 30},
+    "dr_retrain": {"width": 1.5, "directions": ("mass", "damping", "gear", "latency"), "sim_steps": None,
+                   "iterations": 30},
+    "obs_augment": {"noise_level": 1.0, "bias_level": 1.0, "sim_steps": None, "iterations": 30},
+    "real_finetune": {"episodes": 64, "population": 8, "sigma": 0.05, "learning_rate": 0.02},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class CostModel:
+    """How interventions are priced (see the module docstring)."""
+
+    reset_overhead_s: float = 20.0
+    sim_steps_per_hour: float = 3.6e8
+    eng_hours: Mapping[str, float] = dataclasses.field(default_factory=lambda: {k: 0.0 for k in KINDS})
+
+    def __post_init__(self):
+        require_finite_nonneg("costs.reset_overhead_s", self.reset_overhead_s)
+        if not require_finite_nonneg("costs.sim_steps_per_hour", self.sim_steps_per_hour) > 0:
+            raise InputError("costs.sim_steps_per_hour", self.sim_steps_per_hour, "a number > 0")
+        for k, v in self.eng_hours.items():
+            if k not in KINDS:
+                raise InputError(f"costs.eng_hours.{k}", v, f"a key among {KINDS}")
+            require_finite_nonneg(f"costs.eng_hours.{k}", v)
+
+    def compute_hours(self, sim_steps: int) -> float:
+        return sim_steps / self.sim_steps_per_hour
+
+
+def load_costs(path: str | Path | None = None) -> CostModel:
+    """The cost model from a TOML file (default: the shipped `cards/costs.toml`)."""
+    text = Path(path).read_text() if path else (resources.files("bayes_s2r.sim") / "cards" / "costs.toml").read_text()
+    data = tomllib.loads(text)
+    return CostModel(reset_overhead_s=float(data.get("robot", {}).get("reset_overhead_s", 20.0)),
+                     sim_steps_per_hour=float(data.get("compute", {}).get("sim_steps_per_hour", 3.6e8)),
+                     eng_hours={k: float(v) for k, v in data.get("eng_hours", {}).items()})
+
+
+class InterventionResult(NamedTuple):
+    """Result of `run_intervention`.
+
+    Attributes:
+        policy: the new policy.
+        cost: realized `Cost` (real robot-hours, compute hours, engineering hours).
+        records: evidence records (always a `RealizedCost`; `SystemIdRecord` for SI;
+            `ExecutionOutcome` when the robot was used).
+        info: extras: wall_s, sim_steps, real_episodes, unsafe, and kind-specific entries.
+    """
+
+    policy: LinearPolicy
+    cost: Cost
+    records: tuple
+    info: dict
+
+
+def _merge(kind: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    if params is not None and not isinstance(params, Mapping):
+        raise InputError("params", params, "a mapping of intervention settings or None")
+    out = dict(DEFAULTS[kind])
+    for k, v in (params or {}).items():
+        if k not in out:
+            raise InputError(f"params.{k}", v, f"a setting of {kind} among {sorted(out)}")
+        out[k] = v
+    for k in ("trajectories", "iterations", "si_iterations", "episodes", "population"):
+        if k in out and (isinstance(out[k], bool) or not isinstance(out[k], int) or out[k] < 1):
+            raise InputError(f"params.{k}", out[k], "a whole number >= 1")
+    if out.get("sim_steps") is not None:
+        s = out["sim_steps"]
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s <= 0:
+            raise InputError("params.sim_steps", s, "a number of simulated steps > 0 or None")
+    return out
+
+
+def _iterations(p: dict, config: ESConfig, horizon: int) -> int:
+    if p.get("sim_steps") is None:
+        return p["iterations"]
+    return max(1, round(p["sim_steps"] / (config.population * config.episodes * horizon)))
+
+
+def run_intervention(key: jax.Array, kind: str, params: Mapping[str, Any] | None, policy: LinearPolicy,
+                     sim_world: World, real_robot: RealRobot | None, *, costs: CostModel | None = None,
+                     name: str | None = None, round: int = 0) -> InterventionResult:
+    """Run one intervention and price it.
+
+    Args:
+        key: PRNG key.
+        kind: one of `KINDS`.
+        params: settings overriding `DEFAULTS[kind]` (unknown keys are rejected).
+        policy: the current policy (the starting point).
+        sim_world: the nominal sim world.
+        real_robot: the robot (needed by si_retrain and real_finetune).
+        costs: the cost model (default: the shipped cost card).
+        name: candidate name in the records (default: `kind`).
+        round: campaign round in the records.
+    """
+    if kind not in KINDS:
+        raise InputError("kind", kind, f"one of {KINDS}")
+    p = _merge(kind, params)
+    costs = costs or load_costs()
+    name = name or kind
+    needs_robot = kind in ("si_retrain", "real_finetune")
+    if needs_robot:
+        if not isinstance(real_robot, RealRobot):
+            raise InputError("real_robot", real_robot, f"a RealRobot ({kind} runs on the robot)")
+        check_shared_interface(sim_world.interface, real_robot.interface)
+    start = time.perf_counter()
+    hours0 = real_robot.hours_used if isinstance(real_robot, RealRobot) else 0.0
+    T = sim_world.protocol.horizon
+    records: list = []
+    info: dict[str, Any] = {"kind": kind, "settings": p}
+    real_episodes, unsafe = 0, 0
+
+    if kind == "si_retrain":
+        k_col, k_si, k_tr = jax.random.split(key, 3)
+        data = real_robot.collect(k_col, policy, p["trajectories"], excitation=float(p["excitation"]))
+        real_episodes, unsafe = p["trajectories"], data.run.unsafe
+        si = identify(k_si, sim_world, data, policy, SIConfig(method=p["method"], iterations=p["si_iterations"]))
+        records.append(si.record(name, p["trajectories"], round, policy_id(policy)))
+        fitted = sim_world.with_params(si.params)
+        config = ESConfig(iterations=p["iterations"])
+        trained = train_es(k_tr, fitted, policy, config=config)
+        sim_steps = si.sim_steps + trained.sim_steps
+        info.update(si=si, fitness=trained.fitness)
+        new_policy = trained.policy
+    elif kind in ("dr_retrain", "obs_augment"):
+        if kind == "dr_retrain":
+            width = require_finite_nonneg("params.width", p["width"])
+            spec = DRSpec.from_levels({d: width for d in p["directions"]}, center=sim_world.params)
+        else:
+            spec = DRSpec.from_levels({"obs_noise": require_finite_nonneg("params.noise_level", p["noise_level"]),
+                                       "obs_bias": require_finite_nonneg("params.bias_level", p["bias_level"])},
+                                      center=sim_world.params)
+        config = ESConfig()
+        config = config._replace(iterations=_iterations(p, config, T))
+        trained = train_es(key, sim_world, policy, spec=spec, config=config)
+        sim_steps = trained.sim_steps
+        info.update(spec=spec, fitness=trained.fitness)
+        new_policy = trained.policy
+    else:  # real_finetune: ES on the robot, one episode per perturbed policy
+        population = p["population"] + p["population"] % 2
+        iters = max(1, p["episodes"] // population)
+        config = ESConfig(population=population, episodes=1, sigma=float(p["sigma"]),
+                          learning_rate=float(p["learning_rate"]), iterations=iters)
+        runs = []
+
+        def evaluate(k, thetas):
+            run = real_robot.run(k, LinearPolicy.from_flat(thetas), thetas.shape[0])
+            runs.append(run)
+            return jax.tree.map(jnp.asarray, run.stats)
+
+        theta, fitness = es_loop(key, policy.flat().astype(jnp.float32), config, evaluate, T)
+        real_episodes = population * iters
+        unsafe = sum(r.unsafe for r in runs)
+        sim_steps = 0
+        info.update(fitness=fitness)
+        new_policy = LinearPolicy.from_flat(theta)
+
+    if needs_robot:
+        records.append(ExecutionOutcome(candidate=name, executions=real_episodes, unsafe=unsafe, round=round))
+    real_hours = (real_robot.hours_used - hours0) if isinstance(real_robot, RealRobot) else 0.0
+    cost = Cost(real=real_hours, compute=costs.compute_hours(sim_steps),
+                eng=float(costs.eng_hours.get(kind, 0.0)))
+    records.append(RealizedCost(candidate=name, round=round, real=cost.real, compute=cost.compute, eng=cost.eng))
+    info.update(wall_s=time.perf_counter() - start, sim_steps=int(sim_steps), real_episodes=real_episodes,
+                unsafe=unsafe)
+    return InterventionResult(new_policy, cost, tuple(records), info)

@@ -1,0 +1,164 @@
+"""The "real" robot: a hidden-parameter world reachable only through a facade.
+
+`RealRobot` runs episodes with the same compiled rollouts as sim, but it
+- charges robot time per episode: horizon × control period + a reset overhead, in hours;
+- records unsafe events (the pole falling past `fall_limit`, the cart hitting the rail end);
+- returns what a robot would give: outcomes, observations and commanded actions, never the
+  true states or ξ. Its parameters are exposed only by `oracle()`, meant for benchmarks.
+
+The facade keeps a running account of hours, episodes and unsafe events (a robot's clock is
+state); every call also returns its own charge, so callers can price experiments exactly.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bayes_s2r.errors import InputError, require_finite_nonneg
+from bayes_s2r.sim.params import broadcast_params
+from bayes_s2r.sim.rollout import EpisodeStats, LinearPolicy, _episode_count, simulate_batch
+from bayes_s2r.sim.world import Protocol, World, load_card
+
+__all__ = ["RealRun", "RealTrajectories", "RealRobot"]
+
+
+class RealRun(NamedTuple):
+    """Outcome of a batch of real episodes.
+
+    Attributes:
+        stats: `EpisodeStats` as NumPy arrays (success, unsafe, fell, rail_hit, steps_alive, score).
+        hours: robot-hours charged for this batch.
+        unsafe: number of episodes with an unsafe event.
+    """
+
+    stats: EpisodeStats
+    hours: float
+    unsafe: int
+
+
+class RealTrajectories(NamedTuple):
+    """Logged real episodes (what the robot's logs hold; no true state).
+
+    Attributes:
+        obs: observations the policy saw, [K, T, obs].
+        action: commanded actions (policy + excitation, clipped), [K, T].
+        excitation: the known excitation signal added to the actions, [K, T].
+        alive: success limits held up to each step, [K, T].
+        run: the `RealRun` of these episodes.
+    """
+
+    obs: np.ndarray
+    action: np.ndarray
+    excitation: np.ndarray
+    alive: np.ndarray
+    run: RealRun
+
+
+class RealRobot:
+    """Facade over a hidden "real" world.
+
+    Args:
+        world: the hidden world, or the name of a shipped card (e.g. "real_latency").
+        reset_overhead_s: robot time per episode spent resetting, in seconds.
+        protocol: evaluation protocol (defaults to the card world's, i.e. the standard one).
+
+    Example:
+        >>> robot = RealRobot("real_latency")
+        >>> robot.hours_used
+        0.0
+    """
+
+    def __init__(self, world: World | str, reset_overhead_s: float = 20.0,
+                 protocol: Protocol | None = None):
+        if isinstance(world, str):
+            world = load_card(world, protocol=protocol)
+        elif not isinstance(world, World):
+            raise InputError("world", world, "a World or a card name")
+        elif protocol is not None:
+            world = World(world.name, world.env, world.params, protocol, world.kind, world.description)
+        self._world = world
+        self.reset_overhead_s = require_finite_nonneg("reset_overhead_s", reset_overhead_s)
+        self.hours_used = 0.0
+        self.episodes_run = 0
+        self.unsafe_events = 0
+
+    def __repr__(self) -> str:
+        return (f"RealRobot(name={self._world.name!r}, hours_used={self.hours_used:.3f}, "
+                f"episodes_run={self.episodes_run}, unsafe_events={self.unsafe_events})")
+
+    @property
+    def name(self) -> str:
+        return self._world.name
+
+    @property
+    def interface(self):
+        """The robot's `PolicyInterface` (public: it is what the policy plugs into)."""
+        return self._world.interface
+
+    @property
+    def protocol(self) -> Protocol:
+        return self._world.protocol
+
+    @property
+    def env(self) -> str:
+        return self._world.env
+
+    def episode_hours(self, episodes: int = 1) -> float:
+        """Robot-hours `episodes` episodes would cost."""
+        return self._world.episode_hours(episodes, self.reset_overhead_s)
+
+    def oracle(self) -> World:
+        """The hidden world itself. For benchmarks and tests only; a campaign must not call it."""
+        return self._world
+
+    def _charge(self, stats: EpisodeStats) -> RealRun:
+        stats = EpisodeStats(*(np.asarray(x) for x in stats))
+        n = int(stats.success.shape[0])
+        hours = self.episode_hours(n)
+        unsafe = int(stats.unsafe.sum())
+        self.hours_used += hours
+        self.episodes_run += n
+        self.unsafe_events += unsafe
+        return RealRun(stats, hours, unsafe)
+
+    def run(self, key: jax.Array, policy: LinearPolicy, episodes: int) -> RealRun:
+        """Run `episodes` episodes (one policy, or a batch of `episodes` policies) and charge them.
+
+        The same key gives the same initial states and sensor noise (matched comparisons).
+        """
+        n = _episode_count(episodes)
+        stats = simulate_batch(key, self._world, policy, broadcast_params(self._world.params, n))
+        return self._charge(stats)
+
+    def collect(self, key: jax.Array, policy: LinearPolicy, episodes: int,
+                excitation: float = 0.0, hold: int = 5) -> RealTrajectories:
+        """Logged episodes with a known excitation added to the actions (for identification).
+
+        Args:
+            key: PRNG key.
+            policy: the policy run in closed loop.
+            episodes: number of episodes.
+            excitation: amplitude of a piecewise-constant random signal added to the actions.
+            hold: control steps each excitation level is held.
+        """
+        n = _episode_count(episodes)
+        amp = require_finite_nonneg("excitation", excitation)
+        if isinstance(hold, bool) or not isinstance(hold, int) or hold < 1:
+            raise InputError("hold", hold, "a whole number of steps >= 1")
+        k_exc, k_run = jax.random.split(key)
+        exc = make_excitation(k_exc, n, self.protocol.horizon, amp, hold)
+        stats, traj = simulate_batch(k_run, self._world, policy, broadcast_params(self._world.params, n),
+                                     excitation=exc, record=True)
+        run = self._charge(stats)
+        return RealTrajectories(np.asarray(traj.obs), np.asarray(traj.action), np.asarray(exc),
+                                np.asarray(traj.alive), run)
+
+
+def make_excitation(key: jax.Array, n: int, horizon: int, amplitude: float, hold: int = 5) -> jax.Array:
+    """Piecewise-constant random excitation, uniform in ±amplitude, held `hold` steps: [n, horizon]."""
+    levels = jax.random.uniform(key, (n, -(-horizon // hold)), minval=-amplitude, maxval=amplitude)
+    return jnp.repeat(levels, hold, axis=1)[:, :horizon].astype(jnp.float32)

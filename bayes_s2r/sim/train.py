@@ -1,0 +1,225 @@
+"""Policy training in sim: antithetic evolution strategies with Optax Adam on a linear policy.
+
+Each iteration perturbs the 5 policy parameters with `population // 2` antithetic pairs,
+evaluates every perturbed policy on the same `episodes` initial states, noise keys and ξ
+draws (common random numbers), turns the fitness values into centred ranks and takes an
+Adam step. All `population × episodes` episodes of an iteration go through the one
+compiled rollout function (`population × episodes` = 256 = one chunk by default).
+
+Generate the shipped nominal checkpoint with:
+
+    python -m bayes_s2r.sim.train --out bayes_s2r/sim/checkpoints/nominal.npz
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import time
+from importlib import resources
+from pathlib import Path
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from bayes_s2r.errors import InputError
+from bayes_s2r.sim.params import DRSpec, broadcast_params, sample_params
+from bayes_s2r.sim.rollout import TRACE_COUNTS, LinearPolicy, _run_chunks, sample_init
+from bayes_s2r.sim.world import World, make_world
+
+__all__ = ["ESConfig", "TrainResult", "es_loop", "train_es", "save_policy", "load_policy", "nominal_policy"]
+
+
+class ESConfig(NamedTuple):
+    """Evolution-strategies settings.
+
+    Attributes:
+        population: perturbed policies per iteration (even; antithetic pairs).
+        episodes: episodes per perturbed policy (shared across the population).
+        sigma: perturbation scale in parameter space.
+        learning_rate: Adam step size.
+        iterations: number of updates.
+    """
+
+    population: int = 32
+    episodes: int = 8
+    sigma: float = 0.1
+    learning_rate: float = 0.05
+    iterations: int = 40
+
+
+class TrainResult(NamedTuple):
+    """Result of `train_es`.
+
+    Attributes:
+        policy: the trained `LinearPolicy` (the mean of the search distribution).
+        fitness: mean fitness of the population at each iteration, np.ndarray [iterations].
+        sim_steps: simulated control steps used (population × episodes × horizon × iterations).
+        wall_s: measured wall-clock seconds.
+    """
+
+    policy: LinearPolicy
+    fitness: np.ndarray
+    sim_steps: int
+    wall_s: float
+
+
+def _check_config(config: ESConfig) -> ESConfig:
+    for f in ("population", "episodes", "iterations"):
+        v = getattr(config, f)
+        if isinstance(v, bool) or not isinstance(v, int) or v < (0 if f == "iterations" else 1):
+            raise InputError(f"es.{f}", v, "a positive whole number")
+    if config.population % 2:
+        raise InputError("es.population", config.population, "an even number (antithetic pairs)")
+    for f in ("sigma", "learning_rate"):
+        v = getattr(config, f)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            raise InputError(f"es.{f}", v, "a number > 0")
+    return config
+
+
+@functools.partial(jax.jit, static_argnames=("population", "episodes"))
+def _perturb(key, theta, sigma, population, episodes):
+    """Antithetic population, tiled over episodes: thetas [P*E, 5] and eps [P/2, 5]."""
+    TRACE_COUNTS["es_perturb"] += 1
+    eps = jax.random.normal(key, (population // 2, theta.shape[0]))
+    thetas = jnp.concatenate([theta + sigma * eps, theta - sigma * eps])
+    return jnp.repeat(thetas, episodes, axis=0), eps
+
+
+@functools.partial(jax.jit, static_argnames=("population", "episodes", "horizon", "tx"))
+def _update(stats, eps, theta, opt_state, sigma, population, episodes, horizon, tx):
+    """Centred-rank ES gradient and one Adam step (maximising fitness)."""
+    TRACE_COUNTS["es_update"] += 1
+    fit = stats.score + 0.5 * stats.steps_alive / horizon
+    fit = fit.reshape(population, episodes).mean(axis=1)
+    ranks = jnp.argsort(jnp.argsort(fit)).astype(jnp.float32)
+    centred = ranks / (population - 1) - 0.5
+    half = population // 2
+    grad = ((centred[:half] - centred[half:])[:, None] * eps).sum(0) / (half * sigma)
+    updates, opt_state = tx.update(-grad, opt_state, theta)
+    return optax.apply_updates(theta, updates), opt_state, fit.mean()
+
+
+@functools.lru_cache(maxsize=None)
+def _adam(learning_rate: float):
+    return optax.adam(learning_rate)
+
+
+def es_loop(key: jax.Array, theta: jax.Array, config: ESConfig, evaluate, horizon: int):
+    """The ES loop around any evaluator: `evaluate(key, thetas [P*E, 5]) -> EpisodeStats`.
+
+    Rows of `thetas` come in population blocks of `episodes` consecutive rows. Returns
+    (theta, fitness history as np.ndarray).
+    """
+    config = _check_config(config)
+    P, E = config.population, config.episodes
+    tx = _adam(float(config.learning_rate))
+    opt_state = tx.init(theta)
+    history = []
+    for _ in range(config.iterations):
+        key, k_pop, k_eval = jax.random.split(key, 3)
+        thetas, eps = _perturb(k_pop, theta, config.sigma, P, E)
+        stats = evaluate(k_eval, thetas)
+        theta, opt_state, fit = _update(stats, eps, theta, opt_state, config.sigma, P, E, horizon, tx)
+        history.append(fit)
+    return theta, (np.asarray(jnp.stack(history)) if history else np.zeros(0))
+
+
+def train_es(key: jax.Array, world: World, policy: LinearPolicy | None = None, *,
+             spec: DRSpec | None = None, config: ESConfig = ESConfig()) -> TrainResult:
+    """Train (or fine-tune) a linear policy in `world`, at its ξ or under p_DR `spec`.
+
+    Every perturbed policy of an iteration meets the same initial states, noise keys and ξ
+    draws (common random numbers); a new iteration draws new ones.
+
+    Args:
+        key: PRNG key.
+        world: the sim world (its protocol sets horizon and success limits).
+        policy: starting policy (zeros when None).
+        spec: when given, every iteration draws a fresh ξ per episode from this DR spec.
+        config: `ESConfig`.
+
+    Returns:
+        `TrainResult`.
+
+    Example:
+        >>> import jax
+        >>> from bayes_s2r.sim import make_world, Protocol
+        >>> w = make_world(protocol=Protocol(horizon=10))
+        >>> r = train_es(jax.random.key(0), w, config=ESConfig(population=4, episodes=2, iterations=1))
+        >>> r.sim_steps
+        80
+    """
+    config = _check_config(config)
+    start = time.perf_counter()
+    theta = (policy or LinearPolicy.zeros(world.obs_size)).flat().astype(jnp.float32)
+    P, E, T = config.population, config.episodes, world.protocol.horizon
+
+    def evaluate(k, thetas):
+        k_xi, k_init, k_noise = jax.random.split(k, 3)
+        xi = sample_params(k_xi, spec, E) if spec is not None else broadcast_params(world.params, E)
+        q0, qd0 = sample_init(k_init, world, E)
+        noise = jax.random.split(k_noise, E)
+        tile = lambda x: jnp.tile(x, (P,) + (1,) * (x.ndim - 1))  # noqa: E731
+        batch = jax.tree.map(tile, (xi, q0, qd0, noise))
+        exc = jnp.zeros((P * E, T), jnp.float32)
+        return _run_chunks(world.env, world.protocol, LinearPolicy.from_flat(thetas), *batch, exc, False)
+
+    theta, fitness = es_loop(key, theta, config, evaluate, T)
+    return TrainResult(LinearPolicy.from_flat(theta), fitness, P * E * T * config.iterations,
+                       time.perf_counter() - start)
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+def save_policy(path: str | Path, policy: LinearPolicy, meta: dict | None = None) -> Path:
+    """Write a policy (and JSON metadata) to an .npz file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, weights=np.asarray(policy.weights, np.float32), bias=np.asarray(policy.bias, np.float32),
+             meta=np.array(json.dumps(meta or {}, sort_keys=True)))
+    return path
+
+
+def load_policy(name_or_path: str | Path) -> tuple[LinearPolicy, dict]:
+    """(policy, metadata) from an .npz path or a shipped checkpoint name such as "nominal"."""
+    path = Path(str(name_or_path))
+    if not path.exists():
+        shipped = resources.files("bayes_s2r.sim") / "checkpoints" / f"{name_or_path}.npz"
+        if not shipped.is_file():
+            raise InputError("checkpoint", str(name_or_path), "an .npz path or a shipped checkpoint name")
+        path = Path(str(shipped))
+    with np.load(path) as data:
+        policy = LinearPolicy(jnp.asarray(data["weights"]), jnp.asarray(data["bias"]))
+        meta = json.loads(str(data["meta"]))
+    return policy, meta
+
+
+def nominal_policy() -> LinearPolicy:
+    """The shipped policy trained by ES in the nominal sim world."""
+    return load_policy("nominal")[0]
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description="Train the nominal linear policy by ES and save it.")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--iterations", type=int, default=80)
+    args = parser.parse_args(argv)
+    world = make_world()
+    config = ESConfig(iterations=args.iterations)
+    result = train_es(jax.random.key(args.seed), world, config=config)
+    meta = {"world": world.name, "env": world.env, "seed": args.seed, "config": config._asdict(),
+            "sim_steps": result.sim_steps, "final_fitness": float(result.fitness[-1])}
+    save_policy(args.out, result.policy, meta)
+    print(json.dumps({**meta, "wall_s": round(result.wall_s, 1),
+                      "theta": np.asarray(result.policy.flat()).round(4).tolist()}))
+
+
+if __name__ == "__main__":
+    main()
