@@ -283,12 +283,13 @@ class Ledger:
         self._depth = 1
         try:
             yield self
+            db.execute("COMMIT")
         except BaseException:
-            self._depth = 0
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # also when COMMIT itself failed (disk full, I/O error)
+                db.execute("ROLLBACK")
             raise
-        self._depth = 0
-        db.execute("COMMIT")
+        finally:
+            self._depth = 0
 
     # ------------------------------------------------------------------ writing
     def _insert(self, record: Record, text: str) -> bool:
