@@ -1,0 +1,294 @@
+"""Evidence → sufficient statistics of the gains model, validated at the boundary.
+
+`prepare_gains` reads the records once (plain Python, linear in the number of records) and
+aggregates them by candidate × policy, so the compiled model sees arrays whose size depends
+on the number of candidates and policies, never on the number of trials. Policy and cell
+arrays are padded to power-of-two buckets so that refits after a new round usually reuse
+the compiled sampler.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from bayes_s2r.errors import InputError
+from bayes_s2r.evidence.records import DeploymentEval, PairedEval, PairedReturns, Record, SensitivityTrial
+from bayes_s2r.models.gains import GainData, GainPrior, GainSpec
+from bayes_s2r.vocab import Candidate, validate_candidates
+
+__all__ = ["PreparedGains", "prepare_gains", "iter_records", "sensitivity_impl"]
+
+NO_METHOD = "(none)"
+
+
+def sensitivity_impl():
+    """`(prepare_sensitivity, sensitivity_block)` from the sensitivity modules, or None."""
+    try:
+        from bayes_s2r.belief.sensitivity import prepare_sensitivity
+        from bayes_s2r.models.sensitivity import sensitivity_block
+    except ImportError:
+        return None
+    return prepare_sensitivity, sensitivity_block
+
+
+class PreparedGains(NamedTuple):
+    """What `prepare_gains` returns.
+
+    Attributes:
+        data: `GainData` arrays (padded).
+        spec: static `GainSpec`.
+        sens: dict of the sensitivity data's array fields, or None.
+        names: adaptation candidate names, in the order of the model's `gain` site.
+        directions: sensitivity directions, in the order of the `sensitivity` site.
+        policies: policy labels (index 0 = current), without padding.
+        current_policy: the policy the gains refer to.
+        observed: unpadded per-cell and per-policy statistics, for `observed_data`.
+        notes: remarks about evidence that was not used.
+    """
+
+    data: GainData
+    spec: GainSpec
+    sens: dict | None
+    names: tuple[str, ...]
+    directions: tuple[str, ...]
+    policies: tuple
+    current_policy: Any
+    observed: dict
+    notes: tuple[str, ...]
+
+
+def _bucket(n: int, minimum: int = 1) -> int:
+    size = minimum
+    while size < n:
+        size *= 2
+    return size
+
+
+def iter_records(evidence) -> list[Record]:
+    """The records of `evidence`: an iterable of records or an object with `.records()`."""
+    if hasattr(evidence, "records") and callable(evidence.records):
+        evidence = evidence.records()
+    if isinstance(evidence, (str, bytes, Mapping)) or not isinstance(evidence, Iterable):
+        raise InputError("evidence", type(evidence).__name__,
+                         "an iterable of evidence records or a Ledger")
+    out = list(evidence)
+    for i, r in enumerate(out):
+        if not isinstance(r, Record):
+            raise InputError(f"evidence[{i}]", r, "an evidence record (PairedEval, SensitivityTrial, ...)")
+    return out
+
+
+def _check_candidate(rec, index: Mapping[str, int], roles: Mapping[str, str]) -> int:
+    name = rec.candidate
+    if name not in roles:
+        raise InputError(f"{rec.KIND}[id={rec.id}].candidate", name,
+                         f"a candidate in the set ({sorted(roles)})")
+    if roles[name] != "adaptation":
+        raise InputError(f"{rec.KIND}[id={rec.id}].candidate", name,
+                         f"an adaptation candidate (it has role {roles[name]!r}; only adaptations have gains)")
+    return index[name]
+
+
+def _split_sensitivity(sdata) -> tuple[dict, type | None, tuple]:
+    if hasattr(sdata, "_asdict"):
+        fields, typ = sdata._asdict(), type(sdata)
+    elif isinstance(sdata, Mapping):
+        fields, typ = dict(sdata), None
+    else:
+        raise InputError("sensitivity data", type(sdata).__name__, "a NamedTuple of arrays")
+    arrays, static = {}, []
+    for k, v in fields.items():
+        if isinstance(v, (np.ndarray, jnp.ndarray)) or (
+            isinstance(v, (int, float)) and not isinstance(v, bool)
+        ):
+            arrays[k] = jnp.asarray(v)
+        else:
+            static.append((k, v))
+    return arrays, typ, tuple(static)
+
+
+def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: Any = None,
+                  lineage: Mapping[Any, Sequence[str]] | None = None,
+                  prior: GainPrior | None = None, objective: str = "success",
+                  use_sensitivity: bool = True) -> PreparedGains:
+    """Validate evidence and candidates and reduce them to the gains model's arrays.
+
+    Args:
+        evidence: iterable of records, or an object with `.records()` (a Ledger).
+            PairedEval and PairedReturns (with the given objective) inform gains,
+            DeploymentEval informs a policy's level, SensitivityTrial the sensitivity block;
+            other records are ignored.
+        candidates: the candidate set; only adaptation candidates get a gain.
+        current_policy: policy the gains refer to; default: the policy of the latest round.
+        lineage: policy -> names of the adaptations applied (in order) to reach it; gives the
+            pooled order effects. Policies without an entry have an empty lineage.
+        prior: `GainPrior` (default settings when None).
+        objective: the objective whose evidence is used.
+        use_sensitivity: include the sensitivity block when there is sensitivity evidence.
+
+    Returns:
+        `PreparedGains`.
+    """
+    prior = GainPrior() if prior is None else prior
+    if not isinstance(prior, GainPrior):
+        raise InputError("prior", prior, "a GainPrior")
+    cands = validate_candidates(candidates)
+    roles = {c.name: c.role for c in cands}
+    adapt = [c for c in cands if c.role == "adaptation"]
+    if not adapt:
+        raise InputError("candidates", [c.name for c in cands], "at least one adaptation candidate")
+    names = tuple(c.name for c in adapt)
+    index = {n: i for i, n in enumerate(names)}
+    records = iter_records(evidence)
+
+    # --- one pass over the records -------------------------------------------------------
+    cells: dict[tuple[int, Any], list[float]] = {}   # [st, nt, rn, rsum, rsumsq]
+    control: dict[Any, list[int]] = {}
+    last_round: dict[Any, int] = {}
+    sens_records = []
+    latest = (-1, None)
+    for rec in records:
+        if isinstance(rec, (PairedEval, PairedReturns)):
+            if rec.objective != objective:
+                continue
+            key = (_check_candidate(rec, index, roles), rec.policy)
+            cell = cells.setdefault(key, [0.0, 0.0, 0.0, 0.0, 0.0])
+            if isinstance(rec, PairedEval):
+                cell[0] += rec.successes_treated
+                cell[1] += rec.episodes_treated
+                ctl = control.setdefault(rec.policy, [0, 0])
+                ctl[0] += rec.successes_control
+                ctl[1] += rec.episodes_control
+            else:
+                d = np.subtract(rec.returns_treated, rec.returns_control)
+                cell[2] += d.size
+                cell[3] += float(d.sum())
+                cell[4] += float(d @ d)
+        elif isinstance(rec, DeploymentEval):
+            ctl = control.setdefault(rec.policy, [0, 0])
+            ctl[0] += rec.successes
+            ctl[1] += rec.episodes
+        elif isinstance(rec, SensitivityTrial):
+            sens_records.append(rec)
+            continue
+        else:
+            continue
+        last_round[rec.policy] = max(last_round.get(rec.policy, -1), rec.round)
+        if rec.round >= latest[0]:
+            latest = (rec.round, rec.policy)
+
+    # --- policies (index 0 = current) ------------------------------------------------------
+    current = latest[1] if current_policy is None else current_policy
+    if current_policy is not None and not isinstance(current_policy, str):
+        raise InputError("current_policy", current_policy, "a policy label or None")
+    now = max(last_round.values(), default=0)
+    others = sorted((p for p in last_round if p != current), key=lambda p: (-last_round[p], str(p)))
+    policies = (current, *others)
+    pindex = {p: i for i, p in enumerate(policies)}
+    P = _bucket(len(policies))
+    age = np.ones(P)
+    age[0] = 0.0
+    for p, i in pindex.items():
+        if i:
+            age[i] = max(1.0, now - last_round[p])
+    ctl = np.zeros((2, P))
+    for p, (s, n) in control.items():
+        ctl[:, pindex[p]] = s, n
+
+    # --- methods, groups, dose ----------------------------------------------------------------
+    methods = tuple(dict.fromkeys(c.method or NO_METHOD for c in adapt))
+    hindex = {h: i for i, h in enumerate(methods)}
+    groups = tuple(dict.fromkeys((c.method or NO_METHOD, c.lens) for c in adapt))
+    gindex = {g: i for i, g in enumerate(groups)}
+    ref = {}
+    for h in methods:
+        batches = [c.batch for c in adapt if (c.method or NO_METHOD) == h and c.batch is not None]
+        ref[h] = statistics.median(batches) if batches else 1.0
+    dose = np.array([1.0 if c.batch is None else c.batch / ref[c.method or NO_METHOD] for c in adapt])
+
+    # --- lineage / order effects ------------------------------------------------------------
+    L = np.zeros((P, len(methods)))
+    if lineage is not None:
+        if not isinstance(lineage, Mapping):
+            raise InputError("lineage", lineage, "a mapping policy -> list of adaptation names")
+        for p, applied in lineage.items():
+            if isinstance(applied, str) or not isinstance(applied, Iterable):
+                raise InputError(f"lineage[{p!r}]", applied, "a list of adaptation candidate names")
+            for name in applied:
+                if name not in index:
+                    raise InputError(f"lineage[{p!r}]", name, f"an adaptation candidate among {list(names)}")
+                if p in pindex:
+                    L[pindex[p], hindex[adapt[index[name]].method or NO_METHOD]] += 1.0
+    order_diff = L - L[0]
+    order_diff[len(policies):] = 0.0
+
+    # --- cells -------------------------------------------------------------------------------
+    keys = sorted(cells, key=lambda k: (k[0], pindex[k[1]]))
+    Q = _bucket(len(keys), 8)
+    cc = np.zeros(Q, np.int32)
+    cp = np.zeros(Q, np.int32)
+    stats = np.zeros((5, Q))
+    for j, k in enumerate(keys):
+        cc[j], cp[j] = k[0], pindex[k[1]]
+        stats[:, j] = cells[k]
+    rn = stats[2]
+    rmean = np.where(rn > 0, stats[3] / np.maximum(rn, 1), 0.0)
+    rss = np.maximum(stats[4] - rn * rmean**2, 0.0)
+    has_order = bool(np.any(order_diff[cp[: len(keys)]] != 0))
+
+    # --- sensitivity -------------------------------------------------------------------------
+    notes = []
+    sens, block, stype, sstatic, directions = None, None, None, (), ()
+    if sens_records and use_sensitivity:
+        impl = sensitivity_impl()
+        if impl is None:
+            notes.append(f"{len(sens_records)} sensitivity trials ignored (no sensitivity model)")
+        else:
+            prepare_sensitivity, block = impl
+            sdata = prepare_sensitivity(sens_records)
+            directions = tuple(sdata.directions)
+            sens, stype, sstatic = _split_sensitivity(sdata)
+    dindex = {k: i for i, k in enumerate(directions)}
+    target = np.array([dindex.get(c.targets, -1) for c in adapt], np.int32)
+
+    data = GainData(
+        cand_group=jnp.asarray([gindex[(c.method or NO_METHOD, c.lens)] for c in adapt], jnp.int32),
+        cand_method=jnp.asarray([hindex[c.method or NO_METHOD] for c in adapt], jnp.int32),
+        cand_dose=jnp.asarray(dose, jnp.float32),
+        cand_target=jnp.asarray(target),
+        group_method=jnp.asarray([hindex[g[0]] for g in groups], jnp.int32),
+        control_successes=jnp.asarray(ctl[0], jnp.float32),
+        control_episodes=jnp.asarray(ctl[1], jnp.float32),
+        age=jnp.asarray(age, jnp.float32),
+        order_diff=jnp.asarray(order_diff, jnp.float32),
+        cell_cand=jnp.asarray(cc),
+        cell_policy=jnp.asarray(cp),
+        treated_successes=jnp.asarray(stats[0], jnp.float32),
+        treated_episodes=jnp.asarray(stats[1], jnp.float32),
+        returns_n=jnp.asarray(rn, jnp.float32),
+        returns_mean=jnp.asarray(rmean, jnp.float32),
+        returns_ss=jnp.asarray(rss, jnp.float32),
+    )
+    spec = GainSpec(
+        num_candidates=len(adapt), num_groups=len(groups), num_methods=len(methods),
+        num_policies=P, num_cells=Q, num_directions=len(directions),
+        has_batch=any(c.batch is not None for c in adapt),
+        has_targets=bool(np.any(target >= 0)),
+        has_drift=bool(np.any(cp[: len(keys)] != 0)),
+        has_order=has_order, has_returns=bool(np.any(rn > 0)), prior=prior,
+        sensitivity_block=block, sensitivity_type=stype, sensitivity_static=sstatic,
+    )
+    n = len(keys)
+    observed = {
+        "cell_candidate": np.array([names[k[0]] for k in keys], dtype=object),
+        "cell_policy": np.array([str(k[1]) for k in keys], dtype=object),
+        "treated_successes": stats[0, :n], "treated_episodes": stats[1, :n],
+        "returns_n": rn[:n], "returns_mean": rmean[:n],
+        "control_successes": ctl[0, : len(policies)], "control_episodes": ctl[1, : len(policies)],
+    }
+    return PreparedGains(data, spec, sens, names, directions, policies, current, observed, tuple(notes))

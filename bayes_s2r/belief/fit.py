@@ -1,0 +1,271 @@
+"""`fit_gains`: evidence → `GainBelief` by NUTS (default) or SVI.
+
+The sampler is NumPyro's NUTS kernel (`numpyro.infer.hmc.hmc`) driven by one jitted function
+per chain, `chain(rng_key, data, sens) -> (sites, stats)`, which initialises, warms up and
+samples with `lax.fori_loop` / `lax.scan`. It is built once per data shape and sampler
+setting and kept in a small cache, so a refit on new evidence of the same shape (the usual
+case in a campaign: policies and cells are padded to buckets) runs without compiling.
+Chains run in parallel over host devices (`jax.shard_map`, one chain per device) when there are enough devices
+(`XLA_FLAGS=--xla_force_host_platform_device_count=N` before jax is imported), else one
+after the other through the same compiled function.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as PS
+from numpyro import handlers
+from numpyro.distributions.transforms import biject_to
+from numpyro.infer.hmc import hmc
+from numpyro.infer.util import constrain_fn, potential_energy
+
+from bayes_s2r.belief.data import PreparedGains, prepare_gains
+from bayes_s2r.belief.posterior import DIAGNOSTIC_THRESHOLDS, GainBelief, diagnose_draws
+from bayes_s2r.errors import InputError
+from bayes_s2r.models.gains import GainPrior, gains_model
+from bayes_s2r.vocab import Candidate
+
+__all__ = ["fit_gains", "nuts_runner", "TRACE_COUNT"]
+
+METHODS = ("nuts", "svi")
+_CACHE: OrderedDict = OrderedDict()
+_CACHE_SIZE = 8
+TRACE_COUNT = {"nuts": 0}   # how many times a NUTS chain was traced (for re-trace checks)
+# NUTS inlines the model's gradient in several places; LLVM's most expensive passes buy
+# little on these small arrays and cost seconds of compile time on a CPU.
+COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
+_HIDDEN = ("z_method", "z_group", "z_cand", "drift")
+
+
+def _shape_key(tree) -> tuple:
+    leaves, treedef = jax.tree.flatten(tree)
+    return (str(treedef), tuple((tuple(np.shape(x)), str(jnp.asarray(x).dtype)) for x in leaves))
+
+
+def unconstrained_prototype(model, data, sens) -> dict:
+    """Unconstrained values of the model's latent sites, from one prior draw (shapes only)."""
+    tr = handlers.trace(handlers.seed(model, jax.random.key(0))).get_trace(data, sens=sens)
+    return {name: biject_to(site["fn"].support).inv(site["value"])
+            for name, site in tr.items()
+            if site["type"] == "sample" and not site["is_observed"]}
+
+
+def _make_chain(spec, prototype: dict, num_warmup: int, num_samples: int, target_accept: float,
+                max_tree_depth: int):
+    model = functools.partial(gains_model, spec=spec)
+
+    def chain(rng_key, data, sens):
+        TRACE_COUNT["nuts"] += 1
+        k_init, k_run = jax.random.split(rng_key)
+        keys = jax.random.split(k_init, len(prototype))
+        # every latent site is real-valued after its bijection: U(-1, 1) is always valid
+        z0 = {name: jax.random.uniform(k, jnp.shape(v), minval=-1.0, maxval=1.0)
+              for k, (name, v) in zip(keys, sorted(prototype.items()))}
+        kw = {"sens": sens}
+        init_kernel, sample_kernel = hmc(
+            lambda z: potential_energy(model, (data,), kw, z), algo="NUTS")
+        state = init_kernel(z0, num_warmup, target_accept_prob=target_accept,
+                            max_tree_depth=max_tree_depth, rng_key=k_run)
+
+        def step(s, _):
+            s = sample_kernel(s)
+            return s, (s.z, s.diverging, s.accept_prob, s.num_steps, s.potential_energy, s.energy,
+                       s.adapt_state.step_size)
+
+        # one loop over warmup and sampling: one copy of the NUTS kernel to compile
+        state, trace = lax.scan(step, state, None, length=num_warmup + num_samples)
+        z, div, acc, steps, pe, energy, eps = jax.tree.map(lambda x: x[num_warmup:], trace)
+        sites = jax.vmap(lambda zz: constrain_fn(model, (data,), kw, zz, return_deterministic=True))(z)
+        sites = {k: v for k, v in sites.items() if k not in _HIDDEN}
+        stats = {"diverging": div, "acceptance_rate": acc, "n_steps": steps, "lp": -pe,
+                 "energy": energy, "step_size": eps}
+        return sites, stats
+
+    return chain
+
+
+def nuts_runner(prep: PreparedGains, *, num_warmup: int, num_samples: int, num_chains: int,
+                chain_method: str, target_accept: float = 0.8, max_tree_depth: int = 8):
+    """The compiled NUTS function for `prep`'s shapes: `run(keys[num_chains]) -> (sites, stats)`.
+
+    Built once per (spec, shapes, settings) and cached; arrays come back shaped [chain, draw, ...].
+    """
+    key = (prep.spec, _shape_key((prep.data, prep.sens)), num_warmup, num_samples, num_chains,
+           chain_method, target_accept, max_tree_depth)
+    fn = _CACHE.get(key)
+    if fn is None:
+        model = functools.partial(gains_model, spec=prep.spec)
+        prototype = unconstrained_prototype(model, prep.data, prep.sens)
+        chain = _make_chain(prep.spec, prototype, num_warmup, num_samples, target_accept,
+                            max_tree_depth)
+        if chain_method == "parallel":
+            mesh = Mesh(np.array(jax.local_devices()[:num_chains]), ("chain",))
+
+            def per_device(keys, data, sens):
+                return jax.tree.map(lambda x: x[None], chain(keys[0], data, sens))
+
+            fn = jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(PS("chain"), PS(), PS()),
+                                       out_specs=PS("chain"), check_vma=False),
+                         compiler_options=COMPILER_OPTIONS)
+        else:
+            one = jax.jit(chain, compiler_options=COMPILER_OPTIONS)
+
+            def fn(keys, data, sens):
+                outs = [one(k, data, sens) for k in keys]
+                return jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
+        _CACHE[key] = fn
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    else:
+        _CACHE.move_to_end(key)
+    return lambda keys: fn(keys, prep.data, prep.sens)
+
+
+def _require_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise InputError(name, value, f"a whole number >= {low}")
+    return int(value)
+
+
+def _assemble(prep: PreparedGains, sites: dict, chains: int) -> tuple[list[str], np.ndarray]:
+    """Columns of the belief: gains of adaptations, then `sensitivity:<k>`; [chains, draws, M]."""
+    parts = [np.asarray(sites["gain"], np.float64)]
+    names = list(prep.names)
+    if prep.directions and "sensitivity" in sites:
+        parts.append(np.asarray(sites["sensitivity"], np.float64).reshape(chains, -1, len(prep.directions)))
+        names += [f"sensitivity:{k}" for k in prep.directions]
+    return names, np.concatenate(parts, axis=-1)
+
+
+def _inference_data(prep: PreparedGains, sites: dict, stats: dict | None, names: Sequence[str]):
+    from bayes_s2r.belief.posterior import az
+
+    n_pol = len(prep.policies)
+    methods = sorted(set(int(i) for i in np.asarray(prep.data.cand_method)))
+    posterior = {"gain": np.asarray(sites["gain"]), "baseline": np.asarray(sites["baseline"]),
+                 "alpha": np.asarray(sites["alpha"])[..., :n_pol]}
+    coords = {"candidate": list(prep.names), "policy": [str(p) for p in prep.policies],
+              "cell": [f"{c}@{p}" for c, p in zip(prep.observed["cell_candidate"],
+                                                   prep.observed["cell_policy"])]}
+    dims = {"gain": ["candidate"], "alpha": ["policy"], "treated_successes": ["cell"],
+            "treated_episodes": ["cell"], "returns_n": ["cell"], "returns_mean": ["cell"],
+            "control_successes": ["policy"], "control_episodes": ["policy"]}
+    for k in ("mu_gain", "tau_method", "tau_group", "tau_cand"):
+        if k in sites:
+            posterior[k] = np.asarray(sites[k])
+    if "sensitivity" in sites and prep.directions:
+        posterior["sensitivity"] = np.asarray(sites["sensitivity"])
+        coords["direction"] = list(prep.directions)
+        dims["sensitivity"] = ["direction"]
+    if "order" in sites:
+        posterior["order"] = np.asarray(sites["order"])
+        coords["applied"] = coords["evaluated"] = [str(i) for i in methods]
+        dims["order"] = ["applied", "evaluated"]
+    observed = {k: np.asarray(v, np.float64) for k, v in prep.observed.items()
+                if k not in ("cell_candidate", "cell_policy")}
+    kwargs = {"sample_stats": {k: np.asarray(v) for k, v in stats.items()}} if stats else {}
+    return az.from_dict(posterior=posterior, observed_data=observed, coords=coords, dims=dims, **kwargs)
+
+
+def _extra(prep: PreparedGains, sites: dict) -> dict:
+    extra = {"current_policy": prep.current_policy, "policies": prep.policies,
+             "directions": prep.directions, "notes": prep.notes, "prior": prep.spec.prior}
+    if float(prep.data.control_episodes[0]) > 0:  # the current policy's J was measured
+        extra["baseline"] = float(np.mean(np.asarray(sites["baseline"])))
+    return extra
+
+
+def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", seed: int = 0, *,
+              num_warmup: int = 500, num_samples: int = 500, num_chains: int = 2,
+              current_policy: Any = None, lineage=None, prior: GainPrior | None = None,
+              objective: str = "success", chain_method: str | None = None,
+              target_accept_prob: float = 0.8, max_tree_depth: int = 8,
+              svi_steps: int = 3000, svi_learning_rate: float = 0.02, svi_guide: str = "lowrank",
+              use_sensitivity: bool = True) -> GainBelief:
+    """Fit the gains model to the evidence and return the posterior over ΔJ(m | π_t).
+
+    Args:
+        evidence: iterable of records, or an object with `.records()` (a Ledger).
+        candidates: the candidate set; the belief holds its adaptation candidates (diagnosis
+            and model_update candidates have gain 0 by definition), then one column
+            `sensitivity:<k>` per sensitivity direction with evidence.
+        method: "nuts" (default) or "svi" (fast, variational; see `bayes_s2r.belief.svi`).
+        seed: seed of the PRNG key; the same seed gives the same draws.
+        num_warmup, num_samples, num_chains: NUTS settings (draws per chain).
+        current_policy: the policy the gains refer to; default: the policy of the latest round.
+        lineage: policy -> adaptations applied (in order) to reach it; enables order effects.
+        prior: `GainPrior` settings of the model.
+        objective: the objective whose evidence is used.
+        chain_method: "parallel" (pmap over host devices), "sequential", or None for
+            parallel when `jax.local_device_count() >= num_chains`.
+        target_accept_prob, max_tree_depth: NUTS settings.
+        svi_steps, svi_learning_rate, svi_guide: SVI settings ("lowrank" or "normal").
+        use_sensitivity: include the sensitivity block when there is sensitivity evidence.
+
+    Returns:
+        `GainBelief` with `diagnostics` (rhat_max, ess_min, ess_bulk_min, ess_tail_min,
+        divergences, ok, reason), `extra["baseline"]` (posterior mean J of the current policy,
+        when it has evidence) and an InferenceData with posterior, observed_data and
+        sample_stats.
+
+    Example:
+        >>> from bayes_s2r import Candidate, PairedEval
+        >>> cands = [Candidate("dr", "adaptation", "data", method="DR")]
+        >>> ev = [PairedEval("dr", 30, 50, 20, 50)]
+        >>> b = fit_gains(ev, cands, num_warmup=200, num_samples=200)
+        >>> 0.0 < float(b.mean()["dr"]) < 0.4
+        True
+    """
+    if method not in METHODS:
+        raise InputError("method", method, f"one of {METHODS}")
+    seed = _require_int("seed", seed, 0)
+    prep = prepare_gains(evidence, candidates, current_policy=current_policy, lineage=lineage,
+                         prior=prior, objective=objective, use_sensitivity=use_sensitivity)
+    if method == "svi":
+        from bayes_s2r.belief.svi import fit_svi
+
+        return fit_svi(prep, seed=seed, num_steps=svi_steps, learning_rate=svi_learning_rate,
+                       guide=svi_guide, num_draws=_require_int("num_samples", num_samples, 2)
+                       * _require_int("num_chains", num_chains, 1))
+    num_warmup = _require_int("num_warmup", num_warmup, 0)
+    num_samples = _require_int("num_samples", num_samples, 2)
+    num_chains = _require_int("num_chains", num_chains, 1)
+    max_tree_depth = _require_int("max_tree_depth", max_tree_depth, 1)
+    if not (isinstance(target_accept_prob, float) and 0 < target_accept_prob < 1):
+        raise InputError("target_accept_prob", target_accept_prob, "a number strictly between 0 and 1")
+    if chain_method is None:
+        chain_method = "parallel" if num_chains > 1 and jax.local_device_count() >= num_chains else "sequential"
+    if chain_method not in ("parallel", "sequential"):
+        raise InputError("chain_method", chain_method, "'parallel', 'sequential' or None")
+    if chain_method == "parallel" and jax.local_device_count() < num_chains:
+        raise InputError("chain_method", chain_method,
+                         f"'sequential' ({jax.local_device_count()} devices < {num_chains} chains)")
+
+    run = nuts_runner(prep, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                      chain_method=chain_method, target_accept=target_accept_prob,
+                      max_tree_depth=max_tree_depth)
+    keys = jax.random.split(jax.random.key(seed), num_chains)
+    sites, stats = jax.device_get(run(keys))
+    names, draws = _assemble(prep, sites, num_chains)
+    checked = np.concatenate([draws, np.asarray(sites["baseline"], np.float64)[..., None]], axis=-1)
+    total = num_chains * num_samples
+    diag = diagnose_draws(checked, int(np.sum(stats["diverging"])),
+                          ess_min_required=min(DIAGNOSTIC_THRESHOLDS["ess_min"], total / 4))
+    diag.update(method="nuts", chains=num_chains, num_samples=num_samples, num_warmup=num_warmup,
+                chain_method=chain_method)
+    if math.isnan(diag["rhat_max"]):
+        diag["ok"] = False
+        diag["reason"] = "too few draws to compute R-hat"
+    return GainBelief(names, draws.reshape(total, -1), chains=num_chains, diagnostics=diag,
+                      method="nuts", inference_data=_inference_data(prep, sites, stats, names),
+                      extra=_extra(prep, sites))

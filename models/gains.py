@@ -1,0 +1,328 @@
+"""The gains model: a NumPyro model of ΔJ(m | π_t) for every adaptation candidate.
+
+The model is a plain function of its data, `gains_model(data, spec, sens=None)`. `data` is a
+`GainData` NamedTuple of arrays (sufficient statistics, built by
+`bayes_s2r.belief.data.prepare_gains`), `spec` a hashable `GainSpec` of static sizes and
+switches, `sens` the sensitivity block's data (or None).
+
+Parameterisation (η-scale = logit for `link="logit"`, the J scale for `link="identity"`):
+
+* Policies. Policy p has a control level α_p ~ N(baseline_loc, baseline_scale); J(π_p) =
+  sigmoid(α_p). Index 0 is the current policy π_t; `baseline` = sigmoid(α_0).
+* Candidates (non-centred). Group g = (method, lens); method h. For a candidate m with
+  normalised batch b̃ (batch / median batch of its method; 1 when it has none)
+      A_g  = μ_A + τ_method·z_h + τ_group·z_g,          μ_A ~ N(gain_loc, gain_scale)
+  (the method level only with several methods, the group level only when some method has
+  several lens groups: otherwise the levels are not identifiable and only add a ridge)
+      f_m  = b̃(1 + κ_g) / (b̃ + κ_g),                    log κ_g ~ N(kappa_loc, kappa_scale)
+      δ_m  = A_g·f_m + τ_cand·z_m                         (the effect on the current policy)
+  f is a saturating dose-response with f(1) = 1 and f(∞) = 1 + κ_g: more of the same protocol
+  helps less and less. τ's are HalfNormal(scale) unless `fixed_scales`.
+* Sensitivity link. A candidate that targets direction k (with sensitivity evidence) centres
+  its effect on efficacy · Ŝ_k instead:
+      eff_m = 1 − (1 − sigmoid(e_g))^f_m ∈ [0, 1],   e_g ~ N(efficacy_loc, efficacy_scale)
+      J*    = 1 − (1 − J_0)·exp(−eff_m·Ŝ_k / (1 − J_0))   (≈ J_0 + eff_m·Ŝ_k, capped below 1)
+      δ_m   = logit(J*) − α_0 + τ_cand·z_m                 (identity link: eff_m·Ŝ_k + τ_cand·z_m)
+  Ŝ_k comes from `sensitivity_block(sens)`, which adds its own sites and likelihood.
+* Evidence under other policies. A (candidate m, policy p) cell sees the effect
+      δ_mp = δ_m + Σ_h' (L_ph' − L_0h')·γ[h', h_m] + drift_scale·sqrt(age_p)·η_mp,
+  where L_ph' counts the adaptations of method h' in p's lineage, γ[h', h] ~ N(0, order_scale)
+  is the pooled "method h' applied before method h" effect shared by all candidates, age_p the
+  rounds between p's latest evidence and the current round (≥ 1 for p ≠ π_t) and η_mp ~ N(0, 1).
+  Old evidence is thus discounted (it cannot pin δ_m tighter than the drift allows), and the
+  logit link supplies headroom: the same δ is worth less on the J scale near J = 1.
+* Gains: ΔJ_m = sigmoid(α_0 + δ_m) − sigmoid(α_0)   (identity link: δ_m).
+* Likelihoods per cell: treated successes ~ Binomial(n_t, sigmoid(α_p + δ_mp)); control
+  successes (all cells and deployment evaluations of p) ~ Binomial(n_c, sigmoid(α_p)); the
+  mean paired return difference d̄ ~ StudentT(ν0 + n − 1, ΔJ_mp, sqrt((ν0·s0² + SS)/(n(ν0+n−1))))
+  — the exact likelihood of the mean when the variance is integrated out under a
+  scaled-inverse-χ²(ν0, s0²) prior — or N(ΔJ_mp, σ/√n) when `returns_noise_sd = σ` is known.
+  Matched seeds make the arms dependent; with counts only they are treated as independent,
+  which over-states the noise of the difference (conservative).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+
+__all__ = ["GainPrior", "GainSpec", "GainData", "gains_model"]
+
+_J_EPS = 1e-4
+
+
+def _positive(name: str, value: Any, *, allow_zero: bool = False) -> float:
+    from bayes_s2r.errors import InputError
+
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not allow_zero):
+        raise InputError(f"prior.{name}", value, "a finite number " + (">= 0" if allow_zero else "> 0"))
+    return float(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class GainPrior:
+    """Prior settings of the gains model (values on the link scale unless said otherwise).
+
+    Attributes:
+        link: "logit" (default) or "identity" (additive on the J scale; useful for checks).
+        gain_loc, gain_scale: prior of μ_A, the mean effect at the reference batch.
+        method_scale, group_scale, candidate_scale: HalfNormal scales of τ_method, τ_group,
+            τ_cand (the values themselves when `fixed_scales`).
+        fixed_scales: hold the three τ's at the given values (a Gaussian prior per candidate).
+        baseline_loc, baseline_scale: prior of each policy's control level α_p.
+        kappa_loc, kappa_scale: prior of log κ_g, the dose-response half-saturation constant
+            (batch normalised by its method's median batch).
+        efficacy_loc, efficacy_scale: prior of e_g, logit of the efficacy at the reference batch.
+        drift_scale: sd per round of age of the effect drift between policies.
+        order_scale: sd of the order effect γ of one method applied before another.
+        returns_noise_sd: known sd of one paired return difference, or None (Student-t).
+        returns_prior_df, returns_prior_sd: ν0 and s0 of the variance prior for returns.
+    """
+
+    link: str = "logit"
+    gain_loc: float = 0.3
+    gain_scale: float = 0.5
+    method_scale: float = 0.5
+    group_scale: float = 0.3
+    candidate_scale: float = 0.3
+    fixed_scales: bool = False
+    baseline_loc: float = 0.0
+    baseline_scale: float = 1.5
+    kappa_loc: float = 0.0
+    kappa_scale: float = 0.7
+    efficacy_loc: float = 0.0
+    efficacy_scale: float = 1.0
+    drift_scale: float = 0.25
+    order_scale: float = 0.3
+    returns_noise_sd: float | None = None
+    returns_prior_df: float = 1.0
+    returns_prior_sd: float = 0.5
+
+    def __post_init__(self):
+        from bayes_s2r.errors import InputError
+
+        if self.link not in ("logit", "identity"):
+            raise InputError("prior.link", self.link, "'logit' or 'identity'")
+        if not isinstance(self.fixed_scales, bool):
+            raise InputError("prior.fixed_scales", self.fixed_scales, "True or False")
+        for name in ("gain_loc", "baseline_loc", "kappa_loc", "efficacy_loc"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise InputError(f"prior.{name}", v, "a finite number")
+            object.__setattr__(self, name, float(v))
+        for name in ("gain_scale", "baseline_scale", "kappa_scale", "efficacy_scale",
+                     "returns_prior_df", "returns_prior_sd"):
+            object.__setattr__(self, name, _positive(name, getattr(self, name)))
+        for name in ("method_scale", "group_scale", "candidate_scale", "drift_scale", "order_scale"):
+            object.__setattr__(self, name, _positive(name, getattr(self, name), allow_zero=True))
+        if self.returns_noise_sd is not None:
+            object.__setattr__(self, "returns_noise_sd", _positive("returns_noise_sd", self.returns_noise_sd))
+
+
+class GainSpec(NamedTuple):
+    """Static structure of one fit (hashable; a new spec means a new compilation).
+
+    Attributes:
+        num_candidates, num_groups, num_methods, num_policies, num_cells: array sizes
+            (policies and cells are padded to buckets).
+        num_directions: sensitivity directions (0 without the sensitivity block).
+        has_batch: whether any candidate has a batch (else κ is not sampled).
+        has_targets: whether any candidate targets a direction with sensitivity evidence.
+        has_drift: whether any cell is under a policy other than the current one.
+        has_order: whether lineages give order effects to estimate.
+        has_returns: whether any cell carries paired returns.
+        prior: the `GainPrior`.
+        sensitivity_block: the sensitivity sub-model, or None.
+        sensitivity_type: the block's data type, rebuilt from `sens` (a dict of its array
+            fields) and `sensitivity_static` (its other fields, as (name, value) pairs).
+        sensitivity_static: see `sensitivity_type`.
+    """
+
+    num_candidates: int
+    num_groups: int
+    num_methods: int
+    num_policies: int
+    num_cells: int
+    num_directions: int
+    has_batch: bool
+    has_targets: bool
+    has_drift: bool
+    has_order: bool
+    has_returns: bool
+    prior: GainPrior
+    sensitivity_block: Callable | None = None
+    sensitivity_type: type | None = None
+    sensitivity_static: tuple = ()
+
+
+class GainData(NamedTuple):
+    """Sufficient statistics of the gains evidence (all jnp arrays; see `prepare_gains`).
+
+    Candidate arrays [C]: cand_group, cand_method (int), cand_dose (normalised batch, 1 when
+    none), cand_target (direction index, -1 when none). Group arrays [G]: group_method.
+    Policy arrays [P] (index 0 = current): control_successes, control_episodes, age;
+    order_diff [P, H] = L_p − L_0. Cell arrays [Q] (one per candidate × policy):
+    cell_cand, cell_policy, treated_successes, treated_episodes, returns_n, returns_mean,
+    returns_ss. Padded entries have zero episodes and zero returns_n.
+    """
+
+    cand_group: Any
+    cand_method: Any
+    cand_dose: Any
+    cand_target: Any
+    group_method: Any
+    control_successes: Any
+    control_episodes: Any
+    age: Any
+    order_diff: Any
+    cell_cand: Any
+    cell_policy: Any
+    treated_successes: Any
+    treated_episodes: Any
+    returns_n: Any
+    returns_mean: Any
+    returns_ss: Any
+
+
+def _scale(name: str, value: float, fixed: bool):
+    if fixed or value == 0.0:
+        return jnp.asarray(value)
+    return numpyro.sample(name, dist.HalfNormal(value))
+
+
+def _take(x, index, n: int):
+    """x[index] as a one-hot product: its gradient is a matmul, not a scatter (which compiles
+    slowly on CPU and appears in every leapfrog step of NUTS). Index -1 gives 0."""
+    return jax.nn.one_hot(index, n, dtype=x.dtype) @ x
+
+
+def _std_normal(name: str, n: int):
+    return numpyro.sample(name, dist.Normal(0.0, 1.0).expand([n]).to_event(1))
+
+
+def _sensitivity_data(spec: GainSpec, sens):
+    """Rebuild the sensitivity block's data from its array fields and the static ones."""
+    if spec.sensitivity_type is None or not isinstance(sens, dict):
+        return sens
+    return spec.sensitivity_type(**sens, **dict(spec.sensitivity_static))
+
+
+def _binomial(name: str, successes, episodes, *, logits=None, probs=None):
+    """Binomial counts (cells with 0 episodes are padding). Observed counts enter as a factor
+    s·log p + (n − s)·log(1 − p), the log-likelihood without its constant binomial coefficient
+    (cheaper to compile and differentiate); `successes=None` samples them instead."""
+    if successes is None:
+        d = dist.Binomial(episodes, logits=logits) if logits is not None else dist.Binomial(episodes, probs=probs)
+        return numpyro.sample(name, d.mask(episodes > 0).to_event(1))
+    if logits is not None:
+        log_p, log_q = jax.nn.log_sigmoid(logits), jax.nn.log_sigmoid(-logits)
+    else:
+        log_p, log_q = jnp.log(probs), jnp.log1p(-probs)
+    numpyro.factor(name, jnp.sum(successes * log_p + (episodes - successes) * log_q))
+    return successes
+
+
+def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
+    """NumPyro model of the gains; see the module docstring for the parameterisation.
+
+    Args:
+        data: `GainData` arrays; observed fields may be None to sample them (prior predictive).
+        spec: static `GainSpec`.
+        sens: the sensitivity block's data (whatever `spec.sensitivity_block` takes), or None.
+    """
+    pr = spec.prior
+    logit = pr.link == "logit"
+    C, G, H, P, Q = (spec.num_candidates, spec.num_groups, spec.num_methods,
+                     spec.num_policies, spec.num_cells)
+
+    # policies: control levels
+    alpha = numpyro.sample("alpha", dist.Normal(pr.baseline_loc, pr.baseline_scale).expand([P]).to_event(1))
+    j_pol = jax.nn.sigmoid(alpha) if logit else jnp.clip(jax.nn.sigmoid(alpha), _J_EPS, 1 - _J_EPS)
+    numpyro.deterministic("baseline", j_pol[0])
+
+    # hierarchy of effects on the current policy (non-centred)
+    mu_a = numpyro.sample("mu_gain", dist.Normal(pr.gain_loc, pr.gain_scale))
+    # a level is only sampled when it is identifiable: methods when there are several,
+    # groups when some method has more than one lens group (else the sum is a ridge)
+    a_group = jnp.full(G, mu_a)
+    if H > 1:
+        tau_m = _scale("tau_method", pr.method_scale, pr.fixed_scales)
+        a_group = a_group + tau_m * _take(_std_normal("z_method", H), data.group_method, H)
+    if G > H:
+        tau_g = _scale("tau_group", pr.group_scale, pr.fixed_scales)
+        a_group = a_group + tau_g * _std_normal("z_group", G)
+    tau_c = _scale("tau_cand", pr.candidate_scale, pr.fixed_scales)
+    z_c = _std_normal("z_cand", C)
+    if spec.has_batch:
+        log_kappa = numpyro.sample(
+            "log_kappa", dist.Normal(pr.kappa_loc, pr.kappa_scale).expand([G]).to_event(1))
+        kappa = _take(jnp.exp(log_kappa), data.cand_group, G)
+        dose = data.cand_dose * (1.0 + kappa) / (data.cand_dose + kappa)
+    else:
+        dose = jnp.ones(C)
+    centre = _take(a_group, data.cand_group, G) * dose
+
+    s_hat = None
+    if spec.sensitivity_block is not None and sens is not None:
+        s_hat = numpyro.deterministic("sensitivity", spec.sensitivity_block(_sensitivity_data(spec, sens)))
+    if spec.has_targets and s_hat is not None:
+        e_g = numpyro.sample(
+            "efficacy_logit", dist.Normal(pr.efficacy_loc, pr.efficacy_scale).expand([G]).to_event(1))
+        eff = 1.0 - jnp.power(1.0 - jax.nn.sigmoid(_take(e_g, data.cand_group, G)), dose)
+        s_m = _take(s_hat, data.cand_target, spec.num_directions)
+        target_gain = eff * s_m
+        if logit:
+            room = 1.0 - j_pol[0]
+            j_star = jnp.clip(1.0 - room * jnp.exp(-target_gain / room), _J_EPS, 1 - _J_EPS)
+            linked = jnp.log(j_star) - jnp.log1p(-j_star) - alpha[0]
+        else:
+            linked = target_gain
+        centre = jnp.where(data.cand_target >= 0, linked, centre)
+    delta = centre + tau_c * z_c
+
+    def gain_at(a, d):
+        if logit:
+            return jax.nn.sigmoid(a + d) - jax.nn.sigmoid(a)
+        return d
+
+    numpyro.deterministic("gain", gain_at(alpha[0], delta))
+
+    # evidence cells (candidate × policy)
+    d_cell = _take(delta, data.cell_cand, C)
+    if spec.has_order:
+        gamma = numpyro.sample("order", dist.Normal(0.0, pr.order_scale).expand([H, H]).to_event(2))
+        shift = data.order_diff @ gamma                     # [P, H]
+        d_cell = d_cell + jnp.sum(_take(shift, data.cell_policy, P) * jax.nn.one_hot(data.cand_method[data.cell_cand], H), -1)
+    if spec.has_drift:
+        eta = _std_normal("drift", Q)
+        d_cell = d_cell + pr.drift_scale * jnp.sqrt(data.age)[data.cell_policy] * eta
+    a_cell = _take(alpha, data.cell_policy, P)
+
+    if logit:
+        _binomial("control", data.control_successes, data.control_episodes, logits=alpha)
+        _binomial("treated", data.treated_successes, data.treated_episodes, logits=a_cell + d_cell)
+    else:
+        p_t = jnp.clip(_take(j_pol, data.cell_policy, P) + d_cell, _J_EPS, 1 - _J_EPS)
+        _binomial("control", data.control_successes, data.control_episodes, probs=j_pol)
+        _binomial("treated", data.treated_successes, data.treated_episodes, probs=p_t)
+
+    if spec.has_returns:
+        n = data.returns_n
+        has = n > 0
+        n_safe = jnp.where(has, n, 1.0)
+        loc = gain_at(a_cell, d_cell)
+        if pr.returns_noise_sd is not None:
+            obs_dist = dist.Normal(loc, pr.returns_noise_sd / jnp.sqrt(n_safe))
+        else:
+            df = pr.returns_prior_df + n_safe - 1.0
+            ss = pr.returns_prior_df * pr.returns_prior_sd**2 + data.returns_ss
+            obs_dist = dist.StudentT(df, loc, jnp.sqrt(ss / (n_safe * df)))
+        numpyro.sample("returns", obs_dist.mask(has).to_event(1), obs=data.returns_mean)
