@@ -1,19 +1,14 @@
 """bayes_s2r: which sim-to-real intervention should the next unit of budget go to?
 
-Public names are re-exported here; each subpackage declares its own `__all__`.
+Every public name is importable from here. The vocabulary is imported at once; names from
+the subpackages that pull in JAX, NumPyro and ArviZ are imported on first use, so that
+`import bayes_s2r` (and the `bayes-s2r ledger` commands) start fast.
 """
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version as _version
 
-from bayes_s2r import belief as _belief
-from bayes_s2r import campaign as _campaign
-from bayes_s2r import decision as _decision
-from bayes_s2r import evidence as _evidence
-from bayes_s2r.belief import *  # noqa: F403
-from bayes_s2r.campaign import *  # noqa: F403
-from bayes_s2r.decision import *  # noqa: F403
 from bayes_s2r.errors import InputError
-from bayes_s2r.evidence import *  # noqa: F403
 from bayes_s2r.vocab import (
     Budget,
     Candidate,
@@ -29,6 +24,30 @@ try:
 except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0"
 
+# name -> subpackage that defines it (each subpackage's own __all__; a test keeps them equal)
+_LAZY = {
+    **dict.fromkeys([
+        "RECORD_TYPES", "DecisionRecord", "DeploymentEval", "ExecutionOutcome", "PairedEval",
+        "PairedReturns", "RealizedCost", "Record", "SensitivityTrial", "SystemIdRecord",
+        "record_from_dict", "Ledger", "ImportResult", "load_candidates", "dump_candidates",
+    ], "bayes_s2r.evidence"),
+    **dict.fromkeys([
+        "BinomialPairedOutcome", "GaussianOutcome", "NoOutcome", "GainBelief", "GainPrior",
+        "fit_gains", "prepare_gains", "outcome_from_mapping", "DeploymentRisk", "RiskBelief",
+        "RiskPrior", "clopper_pearson_ucb", "fit_deploy_risk", "fit_exec_risk",
+        "SensitivityBelief", "SensitivityData", "fit_sensitivity", "prepare_sensitivity",
+    ], "bayes_s2r.belief"),
+    **dict.fromkeys([
+        "decide", "Decision", "DecideConfig", "HeadroomTransition", "NoTransition",
+        "lookahead_trace_count",
+    ], "bayes_s2r.decision"),
+    **dict.fromkeys([
+        "CampaignConfig", "CampaignState", "Execution", "Executor", "RoundReport", "RoundSummary",
+        "SyntheticExecutor", "SyntheticWorld", "load_state", "resume_campaign", "run_campaign",
+        "run_round", "start_campaign",
+    ], "bayes_s2r.campaign"),
+}
+
 __all__ = [
     "__version__",
     "InputError",
@@ -39,8 +58,18 @@ __all__ = [
     "ResourceWeights",
     "check_shared_interface",
     "validate_candidates",
-    *_evidence.__all__,
-    *_belief.__all__,
-    *_decision.__all__,
-    *_campaign.__all__,
+    *_LAZY,
 ]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'bayes_s2r' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

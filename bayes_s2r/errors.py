@@ -32,16 +32,24 @@ def _is_real(value: Any) -> bool:
     )
 
 
+def _as_float(value: Any) -> float:
+    """float(value), with integers too large for a float read as infinite."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
 def require_finite_nonneg(field: str, value: Any) -> float:
     """Return `value` as a float, or raise unless it is a finite number >= 0."""
-    if not _is_real(value) or not math.isfinite(float(value)) or float(value) < 0:
+    if not _is_real(value) or not math.isfinite(_as_float(value)) or _as_float(value) < 0:
         raise InputError(field, value, "a finite number >= 0")
     return float(value)
 
 
 def require_finite(field: str, value: Any) -> float:
     """Return `value` as a float, or raise unless it is a finite number."""
-    if not _is_real(value) or not math.isfinite(float(value)):
+    if not _is_real(value) or not math.isfinite(_as_float(value)):
         raise InputError(field, value, "a finite number")
     return float(value)
 
@@ -50,7 +58,7 @@ def require_int_nonneg(field: str, value: Any) -> int:
     """Return `value` as an int, or raise unless it is a whole number >= 0."""
     if isinstance(value, bool) or not _is_real(value):
         raise InputError(field, value, "a whole number >= 0")
-    f = float(value)
+    f = _as_float(value)
     if not math.isfinite(f) or f < 0 or f != int(f):
         raise InputError(field, value, "a whole number >= 0")
     return int(f)
