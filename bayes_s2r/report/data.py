@@ -377,16 +377,23 @@ def sensitivity_frames(data: ReportData, level: float = 0.9):
 
 def exec_risk_frame(data: ReportData) -> pd.DataFrame:
     """Per robot-touching candidate: executions, unsafe runs, Clopper–Pearson UCB at
-    1 − delta, alpha_exec and whether the bound passes it."""
+    1 − delta, alpha_exec, whether the bound passes it, and `ucb_decision`, the bound the
+    latest decision that scored the candidate used (NaN when none did)."""
     delta, alpha = data.setting("delta", 0.05), data.setting("alpha_exec", 0.05)
     outs = data.of(ExecutionOutcome)
+    used: dict[str, float] = {}  # the bound the latest decision that scored it used
+    for d in data.decisions:
+        table = decision_table(d)
+        if "ucb_exec" in table:
+            used.update({n: v for n, v in table["ucb_exec"].items() if math.isfinite(v)})
     rows = []
     for name in data.robot_touching():
         mine = [r for r in outs if r.candidate == name]
         n, k = sum(r.executions for r in mine), sum(r.unsafe for r in mine)
         ucb = clopper_pearson_upper(k, n, delta)
         rows.append({"candidate": name, "executions": n, "unsafe": k, "ucb": ucb,
-                     "alpha": alpha, "passes": ucb <= alpha})
+                     "alpha": alpha, "passes": ucb <= alpha,
+                     "ucb_decision": used.get(name, math.nan)})
     return pd.DataFrame(rows)
 
 

@@ -102,7 +102,9 @@ def plot_decomposition(data: rd.ReportData, path: Path) -> Figure:
     """Per round, U0 and β·CVU of the chosen (or best, at a stop) and of the runner-up, with Q."""
     title = "Decision value per round: U0, β·CVU and Q"
     df = rd.decisions_frame(data)
-    if df.empty or df["Q_lead"].isna().all():
+    if not df.empty:  # rounds without a scored candidate (e.g. a round-limit stop) have no bars
+        df = df[df["Q_lead"].notna()].reset_index(drop=True)
+    if df.empty:
         return Figure(None, "no data: no decision with a scored candidate", title)
     colors = {"U0": "#4c6ef5", "CVU": "#f59f00"}
     with plt.rc_context(STYLE):
@@ -140,10 +142,10 @@ def plot_decomposition(data: rd.ReportData, path: Path) -> Figure:
         handles = [plt.Rectangle((0, 0), 1, 1, color=colors["U0"]),
                    plt.Rectangle((0, 0), 1, 1, color=colors["CVU"]),
                    plt.Line2D([0], [0], color="black", lw=2.2)]
-        ax.legend(handles, ["U0 = μ − C_λ", "β·CVU", "Q = U0 + β·CVU"], loc="lower right",
-                  ncols=3, frameon=False, bbox_to_anchor=(1, 1.0))
-        ax.set_title("left: chosen (✓) or best at a stop; right, faded: runner-up", loc="left",
-                     fontsize=9, color=NEUTRAL, pad=8)
+        ax.legend(handles, ["U0 = μ − C_λ", "β·CVU", "Q = U0 + β·CVU"],
+                  loc="lower left", ncols=3, frameon=False, bbox_to_anchor=(0, 1.0))
+        ax.set_xlabel("left of each round: chosen (✓) or best at a stop; right, faded: runner-up",
+                      fontsize=9, color=NEUTRAL)
         return Figure(_save(fig, path), None, title)
 
 
@@ -296,16 +298,25 @@ def plot_risk(data: rd.ReportData, path: Path) -> Figure:
             y = np.arange(len(ex))[::-1]
             a1.barh(y, ex["ucb"], 0.55, color=[PASS if p else FAIL for p in ex["passes"]])
             for yi, r in zip(y, ex.itertuples()):
-                a1.annotate(f"{r.unsafe}/{r.executions} unsafe, UCB {r.ucb:.3f}",
-                            (max(r.ucb, r.alpha), yi), xytext=(5, 0), textcoords="offset points",
-                            va="center", fontsize=8.5)
+                text = (f"{r.unsafe}/{r.executions} unsafe, UCB {r.ucb:.3f}" if r.executions
+                        else "never run: UCB 1")
+                if r.ucb > 0.6:  # a long bar: write inside it
+                    a1.annotate(text, (r.ucb, yi), xytext=(-12, 0), textcoords="offset points",
+                                va="center", ha="right", fontsize=8.5, color="white")
+                else:
+                    a1.annotate(text, (max(r.ucb, r.alpha), yi), xytext=(5, 0),
+                                textcoords="offset points", va="center", fontsize=8.5)
+            used = ex["ucb_decision"].to_numpy(dtype=float)
+            if np.isfinite(used).any():
+                a1.plot(used, y, "D", color="black", ms=6, mfc="white", clip_on=False)
             a1.axvline(ex["alpha"].iloc[0], color="black", ls="--", lw=1.2)
             a1.annotate(f"α_exec = {ex['alpha'].iloc[0]:g}", (ex["alpha"].iloc[0], len(ex) - 0.45),
                         ha="left", fontsize=8.5, xytext=(3, 0), textcoords="offset points")
             a1.set_yticks(y, list(ex["candidate"]))
             a1.set_xlim(0, min(1.0, 2.0 * max(ex["ucb"].max(), ex["alpha"].iloc[0])))
             a1.set_ylim(-0.6, len(ex) - 0.1)
-            a1.set_xlabel(f"P(unsafe execution), Clopper–Pearson UCB at {1 - delta:g}")
+            a1.set_xlabel(f"P(unsafe execution), Clopper–Pearson UCB at {1 - delta:g}"
+                          + ("\n◇ the bound the last decision used" if np.isfinite(used).any() else ""))
             a1.set_title("execution risk, per robot-touching candidate", loc="left", fontsize=10)
             a1.grid(axis="y", visible=False)
         if dep is None:

@@ -52,8 +52,9 @@ CAPTIONS = {
                        "level 1 (a plausible real-world size), the others nominal, with 90% Newcombe "
                        "intervals; right: pair synergy, above 0 the pair hurts more than the sum.",
     "risk.png": "Left: for each candidate that touches the robot, the Clopper–Pearson upper bound on "
-                "P(unsafe execution); green passes α_exec (dashed). Right: the deployment check of "
-                "the terminal policy against α_deploy, a different event never pooled with it.",
+                "P(unsafe execution) from its recorded executions (white diamond: the bound the "
+                "last decision used); green passes α_exec (dashed). Right: the deployment check "
+                "of the terminal policy against α_deploy, a different event never pooled with it.",
 }
 
 STOP_WORDS = {

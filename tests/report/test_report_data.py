@@ -113,6 +113,8 @@ def test_execution_risk_pools_outcomes_per_candidate(data):
     assert df.loc["ft_real", "ucb"] == pytest.approx(1 - 0.05 ** (1 / 71))  # closed form at k = 0
     assert bool(df.loc["ft_real", "passes"]) and not bool(df.loc["si_latency", "passes"])
     assert df.loc["si_latency", "ucb"] == pytest.approx(stats.beta.ppf(0.95, 2, 19))
+    # the bound the decision itself used is kept apart, next to the recomputed one
+    assert df.loc["ft_real", "ucb_decision"] == pytest.approx(0.0493)
 
 
 def test_deployment_check_is_separate_from_execution(data):
