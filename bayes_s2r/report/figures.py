@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from bayes_s2r.report import data as rd
+from bayes_s2r.report import evidence_tables as et
 from bayes_s2r.vocab import RESOURCES
 
 __all__ = [
@@ -221,7 +222,7 @@ def plot_budget(data: rd.ReportData, path: Path) -> Figure:
 def plot_believed_realized(data: rd.ReportData, path: Path, level: float = 0.9) -> Figure:
     """Believed gain (μ, stored HDI) next to the realized ΔĴ (Newcombe interval)."""
     title = "Believed vs realized gain of each executed adaptation"
-    df = rd.believed_vs_realized(data, level)
+    df = et.believed_vs_realized(data, level)
     if df.empty:
         return Figure(None, "no data: no executed adaptation with a paired evaluation", title)
     with plt.rc_context(STYLE):
@@ -245,7 +246,7 @@ def plot_believed_realized(data: rd.ReportData, path: Path, level: float = 0.9) 
 def plot_sensitivity(data: rd.ReportData, path: Path, level: float = 0.9) -> Figure:
     """Ranking of mismatch directions by the drop in success at level 1; pair synergy."""
     title = "Sensitivity ranking: drop in success at mismatch level 1"
-    single, pairs, policy = rd.sensitivity_frames(data, level)
+    single, pairs, policy = et.sensitivity_frames(data, level)
     if single.empty:
         return Figure(None, "no data: no sensitivity trials at levels 0 and 1", title)
     with plt.rc_context(STYLE):
@@ -282,8 +283,8 @@ def plot_sensitivity(data: rd.ReportData, path: Path, level: float = 0.9) -> Fig
 def plot_risk(data: rd.ReportData, path: Path) -> Figure:
     """Execution-risk UCB per robot-touching candidate vs α_exec; deployment UCB vs α_deploy."""
     title = "Risk bounds: execution (per candidate) and deployment (terminal policy)"
-    ex = rd.exec_risk_frame(data)
-    dep = rd.deployment_check(data)
+    ex = et.exec_risk_frame(data)
+    dep = et.deployment_check(data)
     if ex.empty and dep is None:
         return Figure(None, "no data: no robot-touching candidate and no deployment check", title)
     delta = data.setting("delta", 0.05)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from bayes_s2r.errors import InputError
 from bayes_s2r.report import data as rd
+from bayes_s2r.report import evidence_tables as et
 from bayes_s2r.report import figures as rf
 from bayes_s2r.report.beliefs import report_belief
 from bayes_s2r.report.page_style import CSS, IMAGE_SCRIPT
@@ -93,12 +94,15 @@ def _final_decision(data: rd.ReportData) -> tuple[str, str]:
 
 
 def _deployment(data: rd.ReportData) -> tuple[str, str, str]:
-    dep = rd.deployment_check(data)
+    dep = et.deployment_check(data)
     if dep is None:
         return "Deployment not checked", "no deployment evaluation in the ledger", "neutral"
     ucb = dep["ucb_unsafe"] if math.isfinite(dep["ucb_unsafe"]) else dep.get("ucb_recomputed", math.nan)
     ok = dep["passes"] if isinstance(dep["passes"], bool) else (ucb <= dep["alpha_deploy"])
-    detail = (f"policy {dep['policy']}: UCB[P(unsafe)] {_g(ucb)} vs α_deploy {_g(dep['alpha_deploy'])}"
+    comparable = math.isfinite(ucb) and math.isfinite(dep["alpha_deploy"])
+    sign = ("≤" if ucb <= dep["alpha_deploy"] else ">") if comparable else "vs"
+    detail = (f"policy {dep['policy']}: UCB[P(unsafe)] {_g(ucb)} {sign} α_deploy "
+              f"{_g(dep['alpha_deploy'])}"
               + (f"; J_real {_g(dep['J_real'])}" if math.isfinite(dep["J_real"]) else ""))
     return ("Deployable" if ok else "Not deployable"), detail, ("pass" if ok else "fail")
 

@@ -6,6 +6,7 @@ from scipy import stats
 from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.records import ExecutionOutcome, PairedEval
 from bayes_s2r.report import data as rd
+from bayes_s2r.report import evidence_tables as et
 from bayes_s2r.report.intervals import newcombe_difference
 
 
@@ -82,7 +83,7 @@ def test_budget_burn_down_matches_realized_costs(data, campaign):
 
 
 def test_believed_vs_realized_keeps_both_marks(data):
-    df = rd.believed_vs_realized(data, level=0.9).set_index("candidate")
+    df = et.believed_vs_realized(data, level=0.9).set_index("candidate")
     assert list(df.index) == ["dr_wide", "ft_real"]  # executed adaptations only, no diagnosis
     ev = PairedEval("dr_wide", 32, 50, 21, 50)
     iv = newcombe_difference(32, 50, 21, 50, 0.9)
@@ -93,7 +94,7 @@ def test_believed_vs_realized_keeps_both_marks(data):
 
 
 def test_sensitivity_ranking_and_synergy(data):
-    single, pairs, policy = rd.sensitivity_frames(data, level=0.9)
+    single, pairs, policy = et.sensitivity_frames(data, level=0.9)
     assert policy == "pi0"
     assert list(single["direction"]) == ["latency", "obs_noise", "mass", "damping"]
     row = single.iloc[0]
@@ -107,7 +108,7 @@ def test_sensitivity_ranking_and_synergy(data):
 
 
 def test_execution_risk_pools_outcomes_per_candidate(data):
-    df = rd.exec_risk_frame(data).set_index("candidate")
+    df = et.exec_risk_frame(data).set_index("candidate")
     assert set(df.index) == {"ft_real", "si_latency"}
     assert (df.loc["ft_real", "executions"], df.loc["ft_real", "unsafe"]) == (71, 0)
     assert df.loc["ft_real", "ucb"] == pytest.approx(1 - 0.05 ** (1 / 71))  # closed form at k = 0
@@ -118,7 +119,7 @@ def test_execution_risk_pools_outcomes_per_candidate(data):
 
 
 def test_deployment_check_is_separate_from_execution(data):
-    dep = rd.deployment_check(data)
+    dep = et.deployment_check(data)
     assert dep["policy"] == "pi2" and dep["passes"] is True
     assert (dep["episodes"], dep["unsafe"]) == (200, 1)
     assert dep["ucb_recomputed"] == pytest.approx(stats.beta.ppf(0.95, 2, 199))
@@ -133,4 +134,4 @@ def test_no_robot_touching_candidate_gives_empty_risk_table(campaign):
         {**c, "touches_robot": False} for c in meta["campaign"]["candidates"]]}}
     d = rd.load_report_data(records, meta)
     assert d.robot_touching() == []
-    assert rd.exec_risk_frame(d).empty
+    assert et.exec_risk_frame(d).empty
