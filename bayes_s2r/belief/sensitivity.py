@@ -25,7 +25,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", FutureWarning)
     import arviz as az
 
-__all__ = ["Labels", "SensitivityData", "SensitivityBelief", "prepare_sensitivity",
+__all__ = ["Labels", "SensitivityData", "SensitivityBelief", "SensitivityPrior", "prepare_sensitivity",
            "fit_sensitivity"]
 
 

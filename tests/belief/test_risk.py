@@ -197,3 +197,16 @@ def test_bad_input_names_the_field():
     for call, field in cases:
         with pytest.raises(InputError, match=field):
             call()
+
+
+def test_reads_a_ledger(tmp_path):
+    from bayes_s2r.evidence.ledger import Ledger
+
+    cands = [_cand("ft", "FT")]
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        ledger.add_many([E("ft", 40, 1), E("ft", 20, 0, round=1), DeploymentEval("pi", 50, 45, 0)])
+        rb = fit_exec_risk(ledger, cands)
+        dr = fit_deploy_risk(ledger, "pi")
+    assert (rb.executions["ft"], rb.unsafe["ft"]) == (60, 1)
+    assert rb.ucb("ft", 0.05) == pytest.approx(_reference_ucb(1, 60, 0.05), abs=1e-9)
+    assert (dr.episodes, dr.unsafe) == (50, 0)
