@@ -225,8 +225,10 @@ def make_report(ledger_or_records, out_dir, *, meta: Mapping[str, Any] | None = 
             that this one does not draw are removed, so the folder stays consistent.
         meta: campaign metadata; merged over the ledger's own.
         title: page title; defaults to "Sim-to-real campaign: <world>".
-        posterior: where the gain posterior comes from: "auto", "refit" or "summary"
-            (see `bayes_s2r.report.beliefs.report_belief`).
+        posterior: where the gain posterior comes from: "auto" (refit with `fit_gains`
+            using the campaign's fit settings, falling back to the stored summaries),
+            "refit" or "summary" (instant; the latest round's stored summary). A refit
+            costs as much as one round's fit (a minute or more on a small CPU).
         fit_kwargs: keyword arguments passed to `fit_gains` when refitting.
         level: two-sided level of the frequentist intervals (realized gains, sensitivity).
 
@@ -250,8 +252,9 @@ def make_report(ledger_or_records, out_dir, *, meta: Mapping[str, Any] | None = 
 
     source = report_belief(data, posterior, fit_kwargs)
     figs = [rf.plot_posterior(source.belief, source.source, out / "posterior.png")]
-    if source.note and figs[0].file:
-        figs[0] = figs[0]._replace(note=f"Shown instead of a refit: {source.note}.")
+    if figs[0].file:
+        figs[0] = figs[0]._replace(note=f"Shown instead of a refit: {source.note}."
+                                   if source.note else f"Source: {source.source}.")
     figs += [
         rf.plot_decomposition(data, out / "decomposition.png"),
         rf.plot_stability(data, out / "stability.png"),

@@ -1,5 +1,7 @@
 """The tables behind each figure, read from a synthetic campaign ledger."""
 
+import math
+
 import pytest
 from scipy import stats
 
@@ -135,3 +137,16 @@ def test_no_robot_touching_candidate_gives_empty_risk_table(campaign):
     d = rd.load_report_data(records, meta)
     assert d.robot_touching() == []
     assert et.exec_risk_frame(d).empty
+
+
+def test_a_stop_without_a_table_is_a_row_without_scores(campaign):
+    from bayes_s2r.evidence.records import DecisionRecord
+    from bayes_s2r.report.html import _final_decision
+
+    records, meta = campaign
+    records = [r for r in records if not (isinstance(r, DecisionRecord) and r.round == 3)]
+    records.append(DecisionRecord(3, None, "round_limit", extra={"policy": "pi2"}))
+    d = rd.load_report_data(records, meta)
+    row = rd.decisions_frame(d).set_index("round").loc[3]
+    assert row["lead"] is None and math.isnan(row["Q_lead"]) and math.isnan(row["flip_probability"])
+    assert _final_decision(d) == ("Stopped at round 3", "stopped: round limit reached")
