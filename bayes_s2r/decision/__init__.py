@@ -1,1 +1,16 @@
-__all__: list[str] = []
+"""Decision engine: scores, Monte-Carlo CVU, stability and `decide` (DESIGN.md §2)."""
+
+from bayes_s2r.decision.config import DecideConfig
+from bayes_s2r.decision.decide import decide
+from bayes_s2r.decision.lookahead import lookahead_trace_count
+from bayes_s2r.decision.result import Decision
+from bayes_s2r.decision.transition import HeadroomTransition, NoTransition
+
+__all__ = [
+    "decide",
+    "Decision",
+    "DecideConfig",
+    "HeadroomTransition",
+    "NoTransition",
+    "lookahead_trace_count",
+]

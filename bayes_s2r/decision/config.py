@@ -1,0 +1,161 @@
+"""Options of `decide` as one validated NamedTuple, and the decision functional.
+
+The decision functional turns the belief about one candidate's gain into the number the
+rule maximises. It is one choice applied everywhere (U0, the look-ahead G0, the
+multi-objective layer):
+
+- ``"mean"``: the posterior mean μ.
+- ``"lcb"``: a lower quantile of the gain at `utility_level`, in its Gaussian moment form
+  μ + σ·Φ⁻¹(level).
+- ``"cvar"``: the mean of the gain over its worst `utility_level` tail, in its Gaussian
+  moment form μ − σ·φ(Φ⁻¹(level))/level.
+
+The moment forms need only the mean and variance of each gain, which the look-ahead gets
+from the reweighted draws at the cost of one extra matrix product; an empirical quantile
+under importance weights would need a sort per candidate and outcome.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+from scipy import stats
+
+from bayes_s2r.errors import InputError
+
+__all__ = ["DecideConfig", "UTILITIES", "MULTI_MODES", "utility_value", "utility_constant"]
+
+UTILITIES = ("mean", "lcb", "cvar")
+MULTI_MODES = ("lexicographic", "pareto")
+
+
+class DecideConfig(NamedTuple):
+    """Every option of `decide`, validated by `DecideConfig.make`.
+
+    Attributes:
+        alpha_exec: execution-risk threshold α_exec of the safety gate, in [0, 1].
+        delta: the gate uses the UCB at level 1 − δ; δ in (0, 1).
+        beta: weight β ≥ 0 of the look-ahead value in Q = U0 + β·CVU.
+        cvu_samples: simulated outcomes per candidate (K ≥ 2).
+        terminal: no next decision: CVU := 0.
+        seed: seed of the look-ahead's outcome draws (same seed, same answer).
+        utility: decision functional, one of `UTILITIES`.
+        utility_level: tail level of "lcb"/"cvar", in (0, 0.5].
+        collapse_ess: below this effective sample size (in draws) the importance weights
+            are replaced by the moment-matched Gaussian update.
+        bucket: the candidate axis is padded to a multiple of `bucket` rounded up to a
+            power of two times `bucket`, so a shrinking set reuses the compiled look-ahead.
+        chunk_bytes: upper bound on the bytes of one chunk of importance weights; outcomes
+            are processed in chunks that fit it (bounds peak memory).
+        objectives: objective names in priority order (the first is the primary one, on
+            which U0/CVU/Q are computed); None means just the belief's primary objective.
+        objective_tol: per secondary objective, the lexicographic tolerance.
+        multi: "lexicographic" or "pareto".
+        allow_bad_belief: accept a belief whose diagnostics are not ok.
+    """
+
+    alpha_exec: float = 0.05
+    delta: float = 0.05
+    beta: float = 1.0
+    cvu_samples: int = 1024
+    terminal: bool = False
+    seed: int = 0
+    utility: str = "mean"
+    utility_level: float = 0.1
+    collapse_ess: float = 50.0
+    bucket: int = 8
+    chunk_bytes: int = 2**20
+    objectives: tuple[str, ...] | None = None
+    objective_tol: tuple[float, ...] = ()
+    multi: str = "lexicographic"
+    allow_bad_belief: bool = False
+
+    @classmethod
+    def make(cls, **kwargs: Any) -> DecideConfig:
+        """Validate every option in plain Python; InputError names the field and the value."""
+        cfg = cls(**kwargs)
+        _prob("alpha_exec", cfg.alpha_exec, closed=True)
+        _prob("delta", cfg.delta, closed=False)
+        beta = _real("beta", cfg.beta)
+        if beta < 0:
+            raise InputError("beta", cfg.beta, "a finite number >= 0")
+        k = _whole("cvu_samples", cfg.cvu_samples)
+        if k < 2:
+            raise InputError("cvu_samples", cfg.cvu_samples, "a whole number >= 2")
+        for flag in ("terminal", "allow_bad_belief"):
+            if not isinstance(getattr(cfg, flag), bool):
+                raise InputError(flag, getattr(cfg, flag), "True or False")
+        seed = _whole("seed", cfg.seed)
+        if cfg.utility not in UTILITIES:
+            raise InputError("utility", cfg.utility, f"one of {UTILITIES}")
+        level = _real("utility_level", cfg.utility_level)
+        if not 0 < level <= 0.5:
+            raise InputError("utility_level", cfg.utility_level, "a level in (0, 0.5]")
+        ess = _real("collapse_ess", cfg.collapse_ess)
+        if ess < 0:
+            raise InputError("collapse_ess", cfg.collapse_ess, "a finite number >= 0")
+        bucket = _whole("bucket", cfg.bucket)
+        if bucket < 1:
+            raise InputError("bucket", cfg.bucket, "a whole number >= 1")
+        chunk = _whole("chunk_bytes", cfg.chunk_bytes)
+        if chunk < 2**16:
+            raise InputError("chunk_bytes", cfg.chunk_bytes, "a whole number >= 65536")
+        objectives = cfg.objectives
+        if objectives is not None:
+            objectives = (objectives,) if isinstance(objectives, str) else tuple(objectives)
+            if not objectives or not all(isinstance(o, str) and o for o in objectives) or len(
+                set(objectives)) != len(objectives):
+                raise InputError("objectives", cfg.objectives, "distinct objective names in priority order")
+        tol = tuple(cfg.objective_tol)
+        for i, t in enumerate(tol):
+            if _real(f"objective_tol[{i}]", t) < 0:
+                raise InputError(f"objective_tol[{i}]", t, "a finite number >= 0")
+        if objectives is not None and len(tol) > len(objectives):
+            raise InputError("objective_tol", cfg.objective_tol,
+                             f"at most one tolerance per objective ({len(objectives)})")
+        if cfg.multi not in MULTI_MODES:
+            raise InputError("multi", cfg.multi, f"one of {MULTI_MODES}")
+        return cfg._replace(
+            alpha_exec=float(cfg.alpha_exec), delta=float(cfg.delta), beta=beta, cvu_samples=k,
+            seed=seed, utility_level=level, collapse_ess=ess, bucket=bucket, chunk_bytes=chunk,
+            objectives=objectives, objective_tol=tuple(float(t) for t in tol),
+        )
+
+
+def _real(field: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
+        math.isfinite(float(value))
+    ):
+        raise InputError(field, value, "a finite number")
+    return float(value)
+
+
+def _whole(field: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InputError(field, value, "a whole number")
+    return int(value)
+
+
+def _prob(field: str, value: Any, *, closed: bool) -> None:
+    v = _real(field, value) if not isinstance(value, bool) else None
+    ok = v is not None and ((0.0 <= v <= 1.0) if closed else (0.0 < v < 1.0))
+    if not ok:
+        raise InputError(field, value, "a probability in [0, 1]" if closed else "a level strictly between 0 and 1")
+
+
+def utility_constant(utility: str, level: float) -> float:
+    """The factor κ with functional = μ + κ·σ (0 for the mean)."""
+    if utility == "mean":
+        return 0.0
+    z = float(stats.norm.ppf(level))
+    if utility == "lcb":
+        return z
+    return -float(stats.norm.pdf(z)) / level
+
+
+def utility_value(mean, sd, utility: str, level: float):
+    """The decision functional of gains with the given mean and sd (NumPy or JAX arrays)."""
+    kappa = utility_constant(utility, level)
+    return mean if kappa == 0.0 else mean + kappa * sd

@@ -1,0 +1,125 @@
+"""`decide`: which candidate the next unit of budget goes to (DESIGN.md §2)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_s2r.decision.config import DecideConfig
+from bayes_s2r.decision.lookahead import lookahead
+from bayes_s2r.decision.objectives import rank_alternatives, secondary_gains, split_objectives
+from bayes_s2r.decision.problem import build_problem
+from bayes_s2r.decision.result import Decision
+from bayes_s2r.decision.stability import STOP, p_best, weight_robustness
+from bayes_s2r.decision.transition import resolve_transition
+from bayes_s2r.errors import InputError
+from bayes_s2r.vocab import RESOURCES, Budget, ResourceWeights, validate_candidates
+
+__all__ = ["decide"]
+
+_EXTRA_OPTIONS = ("utility_level", "collapse_ess", "bucket", "chunk_bytes", "objectives", "objective_tol", "multi")
+
+
+def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk: Any = None,
+           alpha_exec: float = 0.05, delta: float = 0.05, beta: float = 1.0, cvu_samples: int = 1024,
+           terminal: bool = False, seed: int = 0, reference: Budget | None = None,
+           current_J: float | None = None, done: Iterable[str] = (), utility: str = "mean",
+           allow_bad_belief: bool = False, transition=None, **options: Any) -> Decision:
+    """Score every candidate and pick m_t* = argmax over the feasible set of Q = U0 + β·CVU.
+
+    Args:
+        belief: a `GainBelief` over the adaptation candidates' gains (columns
+            "sensitivity:<k>" are observable quantities; columns "<name>@<objective>" are
+            gains on secondary objectives), or a mapping objective -> GainBelief.
+        candidates: the candidate set (`Candidate` objects).
+        budget: remaining budget b_t.
+        weights: resource weights; λ_t = weights.at(budget, reference).
+        risk: anything with `ucb(name, delta) -> float`; None means no evidence of safety,
+            so every candidate that touches the robot has UCB 1 and fails the gate.
+        alpha_exec, delta: the safety gate UCB_{1−δ}[P_exec(unsafe)] ≤ α_exec.
+        beta: weight of CVU in Q.
+        cvu_samples: simulated outcomes per candidate in the look-ahead.
+        terminal: the last round: CVU := 0.
+        seed: seed of the look-ahead (same seed, same answer).
+        reference: the budget scarcity pricing compares with (usually the starting budget).
+        current_J: current J; else belief.extra["baseline"]; else 0.5.
+        done: names of candidates already run; non-repeatable ones are excluded.
+        utility: decision functional: "mean", "lcb" or "cvar" (see `config`).
+        allow_bad_belief: accept a belief whose diagnostics are not ok.
+        transition: rule for the gains after an adaptation; default `HeadroomTransition()`.
+        **options: further `DecideConfig` fields: utility_level, collapse_ess, bucket,
+            chunk_bytes, objectives, objective_tol, multi.
+
+    Returns:
+        A `Decision`.
+
+    Raises:
+        InputError: bad input, naming the field, the value and what was expected.
+
+    Example:
+        >>> import bayes_s2r as bs
+        >>> belief = bs.GainBelief.from_gaussian(["dr"], [0.1], [0.02], num_draws=2000)
+        >>> cands = [bs.Candidate("dr", "adaptation", "data", cost=bs.Cost(compute=0.2))]
+        >>> d = decide(belief, cands, bs.Budget(1, 10, 10), bs.ResourceWeights(), cvu_samples=64)
+        >>> d.best, round(float(d.table.loc["dr", "U0"]), 3)
+        ('dr', 0.08)
+    """
+    unknown = sorted(set(options) - set(_EXTRA_OPTIONS))
+    if unknown:
+        raise InputError(unknown[0], options[unknown[0]], f"an option among {list(_EXTRA_OPTIONS)}")
+    cfg = DecideConfig.make(alpha_exec=alpha_exec, delta=delta, beta=beta, cvu_samples=cvu_samples,
+                            terminal=terminal, seed=seed, utility=utility,
+                            allow_bad_belief=allow_bad_belief, **options)
+    split = split_objectives(belief, cfg)
+    rule = resolve_transition(transition)
+    cands = validate_candidates(candidates)
+    prob = build_problem(split.primary, cands, budget, weights, risk=risk, config=cfg,
+                         reference=reference, current_J=current_J, done=done)
+    sec = secondary_gains(split, cands, cfg)
+    la = lookahead(prob, cfg, rule)
+
+    meaningless = ~prob.affordable | prob.done  # no next state to speak of
+    cvu = np.where(meaningless, np.nan, la.cvu)
+    q = prob.u0 + cfg.beta * cvu
+    feasible = prob.feasible
+
+    if not feasible.any():
+        best = None
+        remaining = prob.affordable & ~prob.done
+        stop_reason = "budget" if budget.exhausted() or not remaining.any() else "no_feasible"
+        rank, front = np.full(prob.size, np.nan), ()
+    else:
+        ranking = rank_alternatives(prob.names, q, feasible, sec, cfg)
+        best, rank, front = ranking.best, ranking.rank, ranking.front
+        stop_reason = None if best is not None else "economic"
+
+    draw_gains = np.where(prob.is_adapt[None, :], prob.draws[:, np.maximum(prob.gain_col, 0)], 0.0)
+    pb = p_best(prob.names, draw_gains, prob.c_lambda, np.nan_to_num(cvu), cfg.beta, feasible)
+    label = prob.names[best] if best is not None else STOP
+    flip = float(1.0 - pb.get(label, 0.0))
+    robust = weight_robustness(best, q, prob.cost, prob.lam, feasible)
+
+    table = pd.DataFrame({
+        "role": prob.roles, "mu_dJ": prob.mu, "sd_dJ": prob.sd, "gain": prob.gain,
+        "C_lambda": prob.c_lambda, "U0": prob.u0, "MV": prob.mv, "mv_reason": prob.mv_reason,
+        "CVU": cvu, "cvu_se": np.where(meaningless, np.nan, la.cvu_se), "ess": la.ess,
+        "ess_min": la.ess_min, "collapsed": la.collapsed, "Q": q, "ucb_exec": prob.ucb,
+        "safe": prob.safe, "affordable": prob.affordable, "done": prob.done, "feasible": feasible,
+        "excluded_reason": prob.excluded_reason,
+    }, index=pd.Index(prob.names, name="candidate"))
+    if len(split.objectives) > 1:
+        table = table.join(sec)
+        table["rank"] = rank
+    table.attrs["utility"] = cfg.utility if cfg.utility == "mean" else f"{cfg.utility}({cfg.utility_level:g})"
+
+    return Decision(
+        table=table, best=prob.names[best] if best is not None else None, stop_reason=stop_reason,
+        p_best=pb, flip_probability=flip, weight_robustness=robust,
+        lambda_=pd.Series(prob.lam, index=list(RESOURCES), name="lambda"), utility=cfg.utility,
+        utility_level=cfg.utility_level, objectives=split.objectives,
+        front=front if len(split.objectives) > 1 else (), j_now=prob.j_now, j_source=prob.j_source,
+        g0_null=la.g0_null, transition=repr(rule), config=cfg,
+    )

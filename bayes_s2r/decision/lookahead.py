@@ -1,0 +1,307 @@
+"""Monte-Carlo one-step look-ahead: CVU(m) for every candidate in one compiled computation.
+
+For candidate m and simulated outcome Y_j (from the posterior predictive of m's outcome
+model), the belief is updated by importance-reweighting the one set of posterior draws,
+w_s ∝ p(Y_j | θ_s), where θ_s is the draw of the quantity m observes. The updated mean
+(and variance) of every candidate's gain is then one matrix product of the weights with
+the gain draws. Where the weights collapse (effective sample size below
+`collapse_ess`), a moment-matched Gaussian update is used instead: the joint Gaussian of
+the draws' mean and covariance conditioned on a Gaussian approximation of the
+observation. Next, G0(s^{m,Y_j}) = max(0, max_c U0(c | s^{m,Y_j})) on the deducted
+budget's prices and feasible set, after the transition rule for an adaptation.
+
+Both outcome models in use have log-likelihoods of the form A(y)·U(θ) + B(y)·V(θ) (up to
+terms that cancel in the normalisation): Gaussian U = θ, V = θ²; paired binomial U = log p,
+V = log(1 − p). The [candidates, outcomes, draws] log-weights are therefore two fused
+multiply-adds per element, and the cost is dominated by one exponential and the matrix
+product the reweighting needs anyway.
+
+Randomness: the draw indices of the outcomes and their PRNG keys are drawn once and
+shared by every candidate (common random numbers). Shapes: the candidate axis is padded
+to a bucket (masks keep padded rows out), so a shrinking set reuses the compiled function;
+outcomes run through `lax.map` in chunks that bound peak memory.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import gammaln, ndtri
+
+from bayes_s2r.decision.config import DecideConfig, utility_constant
+from bayes_s2r.decision.problem import Problem
+
+__all__ = [
+    "LookaheadArrays",
+    "LookaheadResult",
+    "bucket_size",
+    "lookahead_arrays",
+    "draw_outcomes",
+    "binomial_cap",
+    "chunk_outcomes",
+    "lookahead",
+    "lookahead_trace_count",
+]
+
+_TRACES = [0]
+_P_EPS = 1e-6
+
+
+class LookaheadArrays(NamedTuple):
+    """The look-ahead's inputs, padded to a bucket of `Mb` candidates (float32 on device).
+
+    Attributes:
+        dg: [S, Mb] draws of each candidate's gain (zeros for non-adaptations and padding).
+        theta_obs: [Mb, S] draws of the quantity each candidate's experiment observes.
+        kind, a, b: [Mb] outcome-model parameters (kind 0: observes nothing).
+        is_adapt: [Mb] the candidate is an adaptation (the transition rule applies).
+        feas_now, cost_now: [Mb] feasible set and priced costs at s_t.
+        feas_next, cost_next: [Mb, Mb] the same in the state after row m ran.
+        valid: [Mb] real (not padded) candidates.
+    """
+
+    dg: jax.Array
+    theta_obs: jax.Array
+    kind: jax.Array
+    a: jax.Array
+    b: jax.Array
+    is_adapt: jax.Array
+    feas_now: jax.Array
+    cost_now: jax.Array
+    feas_next: jax.Array
+    cost_next: jax.Array
+    valid: jax.Array
+
+
+class LookaheadResult(NamedTuple):
+    """Per-candidate look-ahead results (NumPy, length M).
+
+    Attributes:
+        cvu: E_Y[G0(s^{m,Y})] − G0(s^∅).
+        cvu_se: Monte-Carlo standard error of `cvu` (sd of G0(s^{m,Y_j}) over j / √K).
+        ess: mean effective sample size of the importance weights over outcomes.
+        ess_min: smallest effective sample size over outcomes.
+        collapsed: share of outcomes that used the moment-matched Gaussian update.
+        g0_null: G0(s^∅).
+    """
+
+    cvu: np.ndarray
+    cvu_se: np.ndarray
+    ess: np.ndarray
+    ess_min: np.ndarray
+    collapsed: np.ndarray
+    g0_null: float
+
+
+def lookahead_trace_count() -> int:
+    """How many times the look-ahead kernel has been traced (compiled) in this process."""
+    return _TRACES[0]
+
+
+def bucket_size(m: int, bucket: int) -> int:
+    """`bucket` · 2^k, the smallest such size ≥ m."""
+    size = bucket
+    while size < m:
+        size *= 2
+    return size
+
+
+def lookahead_arrays(problem: Problem, bucket: int = 8) -> LookaheadArrays:
+    """Pad the problem's candidate axis to `bucket_size` and move it to the device."""
+    m = problem.size
+    mb = bucket_size(m, bucket)
+    s = problem.draws.shape[0]
+
+    def pad(x, fill=0):
+        out = np.full((mb,) + x.shape[1:], fill, dtype=x.dtype)
+        out[:m] = x
+        return out
+
+    dg = np.zeros((s, mb), np.float32)
+    adapt = problem.gain_col >= 0
+    dg[:, :m][:, adapt] = problem.draws[:, problem.gain_col[adapt]]
+    theta = np.zeros((mb, s), np.float32)
+    seen = problem.obs_col >= 0
+    theta[:m][seen] = (problem.draws[:, problem.obs_col[seen]] * problem.obs_sign[seen]).T
+    feas_next = np.zeros((mb, mb), bool)
+    feas_next[:m, :m] = problem.feas_next
+    cost_next = np.zeros((mb, mb), np.float32)
+    cost_next[:m, :m] = problem.cost_next
+    return LookaheadArrays(
+        dg=jnp.asarray(dg), theta_obs=jnp.asarray(theta),
+        kind=jnp.asarray(pad(problem.kind.astype(np.int32))),
+        a=jnp.asarray(pad(problem.a.astype(np.float32))),
+        b=jnp.asarray(pad(problem.b.astype(np.float32))),
+        is_adapt=jnp.asarray(pad(problem.is_adapt)), feas_now=jnp.asarray(pad(problem.feasible)),
+        cost_now=jnp.asarray(pad(problem.c_lambda.astype(np.float32))),
+        feas_next=jnp.asarray(feas_next), cost_next=jnp.asarray(cost_next),
+        valid=jnp.asarray(pad(np.ones(m, bool))),
+    )
+
+
+def _log_choose(a, n_cap: int):
+    """log C(n, k) for every candidate's count n = max(a, 1) and k = 0..n_cap: [Mb, n_cap + 1]."""
+    n = jnp.maximum(a, 1.0)[:, None]
+    ks = jnp.arange(n_cap + 1, dtype=jnp.float32)[None, :]
+    return gammaln(n + 1.0) - gammaln(ks + 1.0) - gammaln(jnp.maximum(n - ks, 0.0) + 1.0)
+
+
+def _simulate_one(eps, u, theta, kind, a, b, log_choose):
+    """One outcome per candidate: y [Mb] given the drawn θ [Mb], a shared normal and uniform.
+
+    Every candidate uses the same standard normal `eps` and the same uniform `u` (common
+    random numbers). Binomial counts are drawn by inverting their CDF over 0..n_cap
+    (`log_choose` from `_log_choose`), which compiles in a fraction of a second where
+    `jax.random.binomial` with a traced count takes tens of seconds; the distribution is
+    the same.
+    """
+    gauss = theta + a * eps
+    n = jnp.maximum(a, 1.0)[:, None]
+    p = jnp.clip(b + theta, _P_EPS, 1.0 - _P_EPS)[:, None]
+    ks = jnp.arange(log_choose.shape[1], dtype=jnp.float32)[None, :]
+    pmf = jnp.where(ks <= n, jnp.exp(log_choose + ks * jnp.log(p) + (n - ks) * jnp.log1p(-p)), 0.0)
+    cdf = jnp.cumsum(pmf, axis=1)
+    count = jnp.minimum(jnp.sum(cdf < u * cdf[:, -1:], axis=1).astype(jnp.float32), n[:, 0])
+    return jnp.select([kind == 1, kind == 2], [gauss, count], jnp.zeros_like(theta))
+
+
+def _outcome_plan(rng_key, num_draws: int, num_outcomes: int):
+    """Draw indices [K], standard normals [K] and uniforms [K], shared by every candidate.
+
+    One call to the PRNG (each call site costs compile time on a CPU); the three streams
+    are transforms of independent uniforms.
+    """
+    uni = jax.random.uniform(rng_key, (3, num_outcomes), minval=1e-7, maxval=1.0 - 1e-7)
+    idx = jnp.minimum((uni[0] * num_draws).astype(jnp.int32), num_draws - 1)
+    return idx, ndtri(uni[1]), uni[2]
+
+
+def _outcomes(rng_key, arr: LookaheadArrays, num_outcomes: int, n_cap: int):
+    idx, eps, u = _outcome_plan(rng_key, arr.dg.shape[0], num_outcomes)
+    theta = arr.theta_obs[:, idx].T  # [K, Mb]
+    sim = jax.vmap(_simulate_one, in_axes=(0, 0, 0, None, None, None, None))
+    return idx, sim(eps, u, theta, arr.kind, arr.a, arr.b, _log_choose(arr.a, n_cap))
+
+
+draw_outcomes = jax.jit(_outcomes, static_argnames=("num_outcomes", "n_cap"))
+draw_outcomes.__doc__ = (
+    "Jitted `(rng_key, arrays, num_outcomes, n_cap) -> (idx [K], Y [K, Mb])`: the outcomes the "
+    "look-ahead simulates for the same key (n_cap: `binomial_cap(problem)`)."
+)
+
+
+def binomial_cap(problem: Problem) -> int:
+    """Static upper bound of the binomial counts (a power of two, so few compiles)."""
+    n = int(max([1] + [int(a) for a, k in zip(problem.a, problem.kind) if k == 2]))
+    cap = 1
+    while cap < n:
+        cap *= 2
+    return cap
+
+
+def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num_outcomes: int,
+               batch: int, use_var: bool, rule, n_cap: int):
+    _TRACES[0] += 1
+    s = arr.dg.shape[0]
+    idx, eps_all, u_all = _outcome_plan(rng_key, s, num_outcomes)
+
+    gauss, binom = arr.kind == 1, arr.kind == 2
+    n = jnp.maximum(arr.a, 1.0)
+    log_choose = _log_choose(arr.a, n_cap)
+    p = jnp.clip(arr.b[:, None] + arr.theta_obs, _P_EPS, 1.0 - _P_EPS)
+    u = jnp.where(gauss[:, None], arr.theta_obs, jnp.where(binom[:, None], jnp.log(p), 0.0))
+    v = jnp.where(gauss[:, None], arr.theta_obs**2, jnp.where(binom[:, None], jnp.log1p(-p), 0.0))
+    inv_var = jnp.where(gauss, 1.0 / jnp.where(gauss, arr.a, 1.0) ** 2, 0.0)
+
+    mu0 = arr.dg.mean(0)
+    dgc = arr.dg - mu0
+    var0 = (dgc**2).mean(0)
+    mo = arr.theta_obs.mean(1)
+    tc = arr.theta_obs - mo[:, None]
+    vo = (tc**2).mean(1)
+    cov = tc @ dgc / s  # [Mb (observer m), Mb (gain c)]
+    ncol = dgc.shape[1]
+    # One matrix product gives Σw·θ (and Σw·θ²) and Σw (the column of ones).
+    rhs = jnp.concatenate([dgc] + ([dgc**2] if use_var else []) + [jnp.ones((s, 1), dgc.dtype)], axis=1)
+
+    util0 = mu0 + kappa * jnp.sqrt(var0)
+    g0_null = jnp.maximum(0.0, jnp.max(jnp.where(arr.feas_now, util0 - arr.cost_now, -jnp.inf)))
+
+    def one(plan):  # one simulated outcome per candidate, from shared random numbers
+        j, eps, u_j = plan
+        y = _simulate_one(eps, u_j, arr.theta_obs[:, j], arr.kind, arr.a, arr.b, log_choose)
+        coef_a = jnp.where(gauss, y * inv_var, jnp.where(binom, y, 0.0))
+        coef_b = jnp.where(gauss, -0.5 * inv_var, jnp.where(binom, n - y, 0.0))
+        # Log-weights relative to the draw that generated y: no max pass is needed, since
+        # ll_s − ll_j ≤ ε²/2 (Gaussian) or n·KL(y/n ‖ p_j) (binomial), small for any y drawn
+        # from p(·|θ_j); w_j = 1 keeps Σw ≥ 1. The clamp only guards the exponent.
+        shift = coef_a * u[:, j] + coef_b * v[:, j]
+        ll = coef_a[:, None] * u + coef_b[:, None] * v - shift[:, None]  # [Mb, S]
+        # The barrier keeps w materialised once: without it XLA rewrites w·w as exp(2·ll)
+        # and runs a second exponential pass for the ESS.
+        w = jax.lax.optimization_barrier(jnp.exp(jnp.minimum(ll, 60.0)))
+        raw = w @ rhs
+        sw = raw[:, -1]
+        ess = sw**2 / (w * w).sum(1)
+        mom = raw[:, :-1] / sw[:, None]
+        mean_is = mu0 + mom[:, :ncol]
+        var_is = jnp.maximum(mom[:, ncol:] - mom[:, :ncol] ** 2, 0.0) if use_var else 0.0
+
+        # Moment-matched Gaussian update: condition N(mean, cov) on θ̂ ~ N(θ_obs, R).
+        p_hat = jnp.clip((y + 0.5) / (n + 1.0), 1e-3, 1 - 1e-3)
+        theta_hat = jnp.where(gauss, y, p_hat - arr.b)
+        r = jnp.where(gauss, arr.a**2, p_hat * (1 - p_hat) / n)
+        k_gain = jnp.where((gauss | binom)[:, None], cov / (vo + r)[:, None], 0.0)
+        mean_g = mu0 + k_gain * (theta_hat - mo)[:, None]
+        var_g = jnp.maximum(var0 - k_gain * cov, 0.0)
+        collapsed = (ess < collapse_ess) & (gauss | binom)
+        mean = jnp.where(collapsed[:, None], mean_g, mean_is)
+        var = jnp.where(collapsed[:, None], var_g, var_is) if use_var else jnp.zeros_like(mean)
+
+        own = jnp.diagonal(mean)
+        mean_t, var_t = jax.vmap(rule.apply, in_axes=(0, 0, 0, None))(mean, var, own, j_now)
+        mean = jnp.where(arr.is_adapt[:, None], mean_t, mean)
+        var = jnp.where(arr.is_adapt[:, None], var_t, var)
+        util = mean + kappa * jnp.sqrt(var) if use_var else mean
+        val = jnp.where(arr.feas_next, util - arr.cost_next, -jnp.inf)
+        g = jnp.maximum(0.0, val.max(axis=1))
+        return g, ess, collapsed.astype(jnp.float32)
+
+    g, ess, collapsed = jax.lax.map(one, (idx, eps_all, u_all), batch_size=batch)  # each [K, Mb]
+    cvu = g.mean(0) - g0_null
+    se = g.std(0, ddof=1) / math.sqrt(num_outcomes)
+    return cvu, se, ess.mean(0), ess.min(0), collapsed.mean(0), g0_null
+
+
+_lookahead_jit = jax.jit(_lookahead, static_argnames=("num_outcomes", "batch", "use_var", "rule", "n_cap"))
+
+
+def chunk_outcomes(num_outcomes: int, mb: int, s: int, chunk_bytes: int) -> int:
+    """Outcomes per chunk so that one chunk of [chunk, Mb, S] float32 weights fits `chunk_bytes`."""
+    per = max(1, mb * s * 4)
+    return int(max(1, min(num_outcomes, chunk_bytes // per)))
+
+
+def lookahead(problem: Problem, config: DecideConfig, rule, arrays: LookaheadArrays | None = None
+              ) -> LookaheadResult:
+    """CVU of every candidate of `problem` (zeros at the terminal round)."""
+    m = problem.size
+    if config.terminal:
+        z = np.zeros(m)
+        return LookaheadResult(z, z.copy(), np.full(m, np.nan), np.full(m, np.nan), z.copy(), math.nan)
+    arr = lookahead_arrays(problem, config.bucket) if arrays is None else arrays
+    mb, s = arr.dg.shape[1], arr.dg.shape[0]
+    use_var = config.utility != "mean"
+    batch = chunk_outcomes(config.cvu_samples, mb, s, config.chunk_bytes // (2 if use_var else 1))
+    out = _lookahead_jit(
+        jax.random.key(config.seed), arr, jnp.float32(problem.j_now), jnp.float32(config.collapse_ess),
+        jnp.float32(utility_constant(config.utility, config.utility_level)),
+        num_outcomes=config.cvu_samples, batch=batch, use_var=use_var, rule=rule,
+        n_cap=binomial_cap(problem),
+    )
+    cvu, se, ess, ess_min, col, g0 = (np.asarray(x, dtype=np.float64) for x in out)
+    return LookaheadResult(cvu[:m], se[:m], ess[:m], ess_min[:m], col[:m], float(g0))

@@ -1,0 +1,70 @@
+"""Transition rules: how the other candidates' gains change once an adaptation is deployed.
+
+A gain is a property of the current policy. After adaptation m is deployed (π_t → π^m),
+the look-ahead needs the gains of the remaining adaptations measured from π^m. A rule is
+any hashable object with a method
+
+    apply(mean, var, own_gain, j_now) -> (mean, var)
+
+that runs inside `jax.jit`: `mean`, `var` are [C] arrays (the updated belief's mean and
+variance of every candidate's gain; 0 for candidates that are not adaptations),
+`own_gain` is the updated mean gain of m itself and `j_now` the current J. Frozen
+dataclasses are hashable and make good rules; the rule is a static argument of the
+compiled look-ahead, so one rule compiles once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+
+from bayes_s2r.errors import InputError
+
+__all__ = ["HeadroomTransition", "NoTransition", "resolve_transition"]
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadroomTransition:
+    """The default rule: gains shrink with the headroom that is left.
+
+    After adapting, J_new = J_now + μ'_m, and every remaining adaptation's gain is scaled
+    by the headroom ratio r = (1 − J_new) / (1 − J_now), clipped to [0, `max_ratio`]
+    (means scale by r, variances by r²). With J on the success-probability scale, an
+    intervention that closed half of the gap leaves half of each other gain.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> m, v = HeadroomTransition().apply(jnp.array([0.2, 0.1]), jnp.array([0.01, 0.04]), 0.25, 0.5)
+        >>> [round(float(x), 3) for x in m], [round(float(x), 4) for x in v]
+        ([0.1, 0.05], [0.0025, 0.01])
+    """
+
+    max_ratio: float = 2.0
+    eps: float = 1e-6
+
+    def apply(self, mean, var, own_gain, j_now):
+        head_now = jnp.maximum(1.0 - j_now, self.eps)
+        ratio = jnp.clip((1.0 - (j_now + own_gain)) / head_now, 0.0, self.max_ratio)
+        return mean * ratio, var * ratio**2
+
+
+@dataclasses.dataclass(frozen=True)
+class NoTransition:
+    """Deploying an adaptation leaves the other gains as they were (gains add up)."""
+
+    def apply(self, mean, var, own_gain, j_now):
+        return mean, var
+
+
+def resolve_transition(rule):
+    """`None` -> `HeadroomTransition()`; otherwise check the rule has `apply` and hashes."""
+    if rule is None:
+        return HeadroomTransition()
+    if not callable(getattr(rule, "apply", None)):
+        raise InputError("transition", rule, "an object with apply(mean, var, own_gain, j_now) -> (mean, var)")
+    try:
+        hash(rule)
+    except TypeError:
+        raise InputError("transition", rule, "a hashable rule (e.g. a frozen dataclass)") from None
+    return rule

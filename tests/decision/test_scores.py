@@ -1,0 +1,118 @@
+"""Per-candidate scores of DESIGN.md §2: μ, C_λ, U0, MV, CVU accounting, the article's toy."""
+
+import math
+
+import numpy as np
+import pytest
+
+import bayes_s2r as bs
+
+
+def test_toy_mv_and_u0_rank_differently(toy, jit_mode):
+    belief, cands, budget, weights = toy
+    d = bs.decide(belief, cands, budget, weights, cvu_samples=32)
+    t = d.table
+    np.testing.assert_allclose(t["C_lambda"], [0.01, 0.05, 0.06], atol=1e-12)
+    np.testing.assert_allclose(t["U0"], t["mu_dJ"] - t["C_lambda"], atol=1e-12)
+    np.testing.assert_allclose(t["MV"], t["mu_dJ"] / t["C_lambda"], atol=1e-12)
+    assert t["MV"].idxmax() == "si_refit"  # efficiency reading
+    assert t["U0"].idxmax() == "dr_wide"  # the rule
+    np.testing.assert_allclose(t["Q"], t["U0"] + t["CVU"], atol=1e-12)
+    assert d.best == t["Q"][t["feasible"]].idxmax() == "dr_wide"
+    assert d.stop_reason is None
+
+
+def test_toy_two_candidates_fall_to_economic_stop(jit_mode):
+    names = ["a", "b"]
+    belief = bs.GainBelief.from_gaussian(names, [0.02, 0.01], [0.005, 0.005], num_draws=2000)
+    cands = [bs.Candidate("a", "adaptation", "data", cost=bs.Cost(compute=0.5)),  # C = 0.05 > μ
+             bs.Candidate("b", "adaptation", "data", cost=bs.Cost(eng=0.03))]  # C = 0.03 > μ
+    d = bs.decide(belief, cands, bs.Budget(5, 50, 20), bs.ResourceWeights(3.0, 0.1, 1.0), cvu_samples=32)
+    assert (d.table["MV"] > 0).all() and (d.table["U0"] < 0).all()
+    assert d.best is None and d.stop_reason == "economic"
+    assert (d.table["Q"] <= 0).all()
+    assert d.p_best["(stop)"] > 0.99 and math.isclose(d.p_best.sum(), 1.0)
+
+
+def test_diagnosis_and_model_update_gain_exactly_zero(toy):
+    belief, cands, budget, weights = toy
+    extra = [bs.Candidate("probe", "diagnosis", "data", observes="dr_wide", cost=bs.Cost(compute=0.2),
+                          outcome=bs.GaussianOutcome(0.02)),
+             bs.Candidate("refresh", "model_update", "model", cost=bs.Cost(eng=0.0))]
+    d = bs.decide(belief, [*cands, *extra], budget, weights, cvu_samples=32)
+    t = d.table
+    assert t.loc["probe", "mu_dJ"] == 0.0 and t.loc["refresh", "mu_dJ"] == 0.0
+    assert math.isnan(t.loc["probe", "MV"]) and "role diagnosis" in t.loc["probe", "mv_reason"]
+    assert math.isnan(t.loc["refresh", "MV"]) and "model_update" in t.loc["refresh", "mv_reason"]
+    assert t.loc["refresh", "CVU"] == pytest.approx(0.0, abs=1e-6)  # observes nothing
+
+
+def test_zero_priced_cost_has_undefined_mv():
+    belief = bs.GainBelief.from_gaussian(["free"], [0.05], [0.01], num_draws=2000)
+    d = bs.decide(belief, [bs.Candidate("free", "adaptation", "data")], bs.Budget(1, 1, 1),
+                  bs.ResourceWeights(), cvu_samples=32)
+    assert math.isnan(d.table.loc["free", "MV"]) and "C_λ = 0" in d.table.loc["free", "mv_reason"]
+
+
+def test_adaptation_missing_from_belief_is_an_input_error(toy):
+    belief, cands, budget, weights = toy
+    extra = bs.Candidate("new_method", "adaptation", "data")
+    with pytest.raises(bs.InputError, match="new_method"):
+        bs.decide(belief, [*cands, extra], budget, weights, cvu_samples=32)
+
+
+def test_no_outcome_carries_no_information(jit_mode):
+    """A diagnosis whose outcome shows nothing: same belief, free: CVU 0 exactly (up to float32)."""
+    belief = bs.GainBelief.from_gaussian(["x", "y"], [0.05, 0.04], [0.03, 0.03], num_draws=2000)
+    cands = [bs.Candidate("x", "adaptation", "data", cost=bs.Cost(compute=0.1)),
+             bs.Candidate("y", "adaptation", "data", cost=bs.Cost(compute=0.1)),
+             bs.Candidate("look", "diagnosis", "data", observes="x", outcome=bs.NoOutcome())]
+    d = bs.decide(belief, cands, bs.Budget(1, 10, 1), bs.ResourceWeights(), cvu_samples=32)
+    assert d.table.loc["look", "CVU"] == pytest.approx(0.0, abs=1e-6)
+    assert d.table.loc["look", "cvu_se"] == pytest.approx(0.0, abs=1e-7)
+
+
+def test_cost_is_counted_once(jit_mode):
+    """Zero information, no transition effect: CVU = G0 at the deducted, re-priced budget − G0 now."""
+    names = ["big", "small"]
+    belief = bs.GainBelief.from_gaussian(names, [0.30, 0.12], [0.01, 0.01], num_draws=2000)
+    cands = [bs.Candidate("big", "adaptation", "data", cost=bs.Cost(compute=3.0, eng=1.0)),
+             bs.Candidate("small", "adaptation", "data", cost=bs.Cost(compute=1.0), repeatable=False)]
+    budget, ref = bs.Budget(0, 8.0, 4.0), bs.Budget(0, 10.0, 5.0)
+    weights = bs.ResourceWeights(3.0, 0.02, 0.05, scarcity=1.0)
+    d = bs.decide(belief, cands, budget, weights, reference=ref, cvu_samples=32,
+                  transition=bs.NoTransition())
+    mu = belief.draws.mean(0)
+    cost = np.array([c.cost.as_array() for c in cands])
+    g0_now = max(0.0, *(mu - cost @ weights.at(budget, ref)))
+    for i, c in enumerate(cands):
+        after = budget - c.cost
+        lam = weights.at(after, ref)
+        u_next = [mu[k] - cost[k] @ lam for k in range(2)
+                  if after.covers(cands[k].cost) and (k != i or c.repeatable)]
+        expected = max([0.0] + u_next) - g0_now
+        assert d.table.loc[c.name, "CVU"] == pytest.approx(expected, abs=2e-6)
+        # the candidate's own cost appears in U0 only
+        assert d.table.loc[c.name, "U0"] == pytest.approx(mu[i] - cost[i] @ weights.at(budget, ref), abs=1e-12)
+    np.testing.assert_allclose(d.lambda_.to_numpy(), weights.at(budget, ref))
+
+
+def test_weight_changes_reprice_through_resource_weights(toy):
+    belief, cands, budget, weights = toy
+    ref = bs.Budget(10, 100, 40)
+    for w in (weights, weights.replace(real=6.0), weights.replace(scarcity=2.0)):
+        d = bs.decide(belief, cands, budget, w, reference=ref, terminal=True)
+        lam = w.at(budget, ref)
+        np.testing.assert_allclose(d.table["C_lambda"], [c.cost.as_array() @ lam for c in cands], atol=1e-12)
+        np.testing.assert_allclose(d.table["Q"], d.table["U0"], atol=1e-12)  # terminal: CVU = 0
+
+
+def test_same_seed_same_answer_and_seed_matters(toy):
+    belief, cands, budget, weights = toy
+    cands = [*cands, bs.Candidate("probe", "diagnosis", "data", observes="si_refit",
+                                  outcome=bs.GaussianOutcome(0.01))]
+    a = bs.decide(belief, cands, budget, weights, cvu_samples=32, seed=3)
+    b = bs.decide(belief, cands, budget, weights, cvu_samples=32, seed=3)
+    c = bs.decide(belief, cands, budget, weights, cvu_samples=32, seed=4)
+    np.testing.assert_array_equal(a.table["CVU"], b.table["CVU"])
+    assert not np.array_equal(a.table["CVU"].to_numpy(), c.table["CVU"].to_numpy())
