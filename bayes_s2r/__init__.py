@@ -46,6 +46,7 @@ _LAZY = {
         "SyntheticExecutor", "SyntheticWorld", "load_state", "resume_campaign", "run_campaign",
         "run_round", "start_campaign",
     ], "bayes_s2r.campaign"),
+    "make_report": "bayes_s2r.report",
 }
 
 __all__ = [

@@ -10,7 +10,7 @@ CONTRACT = [
     "Cost", "Budget", "ResourceWeights", "Candidate", "BinomialPairedOutcome", "GaussianOutcome",
     "GainBelief", "fit_gains", "clopper_pearson_ucb", "fit_exec_risk", "RiskBelief", "decide",
     "Decision", "Ledger", "PairedEval", "SensitivityTrial", "ExecutionOutcome", "DeploymentEval",
-    "InputError", "fit_sensitivity", "PolicyInterface", "check_shared_interface",
+    "InputError", "fit_sensitivity", "PolicyInterface", "check_shared_interface", "make_report",
 ]
 
 

@@ -84,6 +84,7 @@ def _decision_record(decision, t: int, seed: int, state: CampaignState, belief) 
         "budget": {"real": state.budget.real, "compute": state.budget.compute, "eng": state.budget.eng},
         "lambda": _jsonable([float(x) for x in decision.lambda_]),
         "belief": {} if summary is None else _jsonable(summary.to_dict(orient="index")),
+        "hdi_prob": 0.9,
         "current_J": _jsonable(state.current_J),
         "utility": decision.utility,
         "policy": state.policy,
