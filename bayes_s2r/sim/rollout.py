@@ -179,15 +179,16 @@ def _chunk_fn(env, protocol, policies, params, q0, qd0, keys, excitation):
     return stats, Trajectory(obs, a, q, qd, alive, q0, qd0)
 
 
-def _run_chunks(env, protocol, policies, params, q0, qd0, keys, excitation, record):
+def _run_chunks(env, protocol, policies, params, q0, qd0, keys, excitation, record, chunk=None):
     n = keys.shape[0]
-    pad = (-n) % CHUNK
+    chunk = chunk or CHUNK
+    pad = (-n) % chunk
     tree = (policies, params, q0, qd0, keys, excitation)
     if pad:
         tree = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]), tree)
     outs = []
-    for i in range(0, n + pad, CHUNK):
-        part = jax.tree.map(lambda x: x[i:i + CHUNK], tree)
+    for i in range(0, n + pad, chunk):
+        part = jax.tree.map(lambda x: x[i:i + chunk], tree)
         stats, traj = _chunk_fn(env, protocol, *part)
         outs.append((stats, traj) if record else (stats,))
     joined = jax.tree.map(lambda *xs: jnp.concatenate(xs)[:n], *outs)
@@ -221,7 +222,8 @@ def _episode_count(episodes) -> int:
 
 
 def simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: Params,
-                   *, init: tuple | None = None, excitation=None, record: bool = False):
+                   *, init: tuple | None = None, excitation=None, record: bool = False,
+                   chunk: int | None = None):
     """Run one episode per element of the batch of ξ in `params` (shape [B]).
 
     Args:
@@ -232,6 +234,7 @@ def simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: P
         init: optional (q0 [B, q], qd0 [B, qd]); matched initial states for paired comparisons.
         excitation: optional [B, T] signal added to the actions (known to the experimenter).
         record: also return the `Trajectory`.
+        chunk: episodes per compiled call (default `CHUNK`; another value compiles once more).
 
     Returns:
         `EpisodeStats` (and a `Trajectory` when `record`).
@@ -245,7 +248,9 @@ def simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: P
     if exc.shape != (n, world.protocol.horizon):
         raise InputError("excitation", exc.shape, f"shape {(n, world.protocol.horizon)}")
     pol = _broadcast_policy(policy, n)
-    return _run_chunks(world.env, world.protocol, pol, params, q0, qd0, keys, exc, record)
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+        raise InputError("chunk", chunk, "a whole number >= 1 or None")
+    return _run_chunks(world.env, world.protocol, pol, params, q0, qd0, keys, exc, record, chunk)
 
 
 def rollout(key: jax.Array, world: World, policy: LinearPolicy, episodes: int,
@@ -254,7 +259,7 @@ def rollout(key: jax.Array, world: World, policy: LinearPolicy, episodes: int,
 
     Example:
         >>> import jax
-        >>> w = make_world(protocol=Protocol(horizon=20))
+        >>> w = make_world()
         >>> s = rollout(jax.random.key(0), w, LinearPolicy.zeros(), 8)
         >>> s.success.shape
         (8,)

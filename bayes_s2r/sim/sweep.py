@@ -76,8 +76,8 @@ def sensitivity_sweep(key: jax.Array, world: World, policy: LinearPolicy, *,
 
     Example:
         >>> import jax
-        >>> from bayes_s2r.sim import LinearPolicy, make_world, Protocol
-        >>> w = make_world(protocol=Protocol(horizon=10))
+        >>> from bayes_s2r.sim import LinearPolicy, make_world
+        >>> w = make_world()
         >>> r = sensitivity_sweep(jax.random.key(0), w, LinearPolicy.zeros(), directions=["mass"],
         ...                       levels=[0.0, 1.0], episodes=4)
         >>> [(t.direction, t.level) for t in r.trials]

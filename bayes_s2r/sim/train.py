@@ -149,11 +149,11 @@ def train_es(key: jax.Array, world: World, policy: LinearPolicy | None = None, *
 
     Example:
         >>> import jax
-        >>> from bayes_s2r.sim import make_world, Protocol
-        >>> w = make_world(protocol=Protocol(horizon=10))
+        >>> from bayes_s2r.sim import make_world
+        >>> w = make_world()
         >>> r = train_es(jax.random.key(0), w, config=ESConfig(population=4, episodes=2, iterations=1))
         >>> r.sim_steps
-        80
+        1600
     """
     config = _check_config(config)
     start = time.perf_counter()

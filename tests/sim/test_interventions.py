@@ -1,0 +1,69 @@
+"""Interventions: new policies, realized costs and records; real gaps are actually recovered."""
+
+import jax
+import numpy as np
+import pytest
+
+from bayes_s2r.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def latency_robot(sim):
+    return sim.RealRobot("real_latency")
+
+
+def _real_success(sim, robot, policy, key=99, n=64):
+    return float(np.mean(robot.run(jax.random.key(key), policy, n).stats.success))
+
+
+def test_si_then_retrain_recovers_latency_gap(sim, world, nominal, latency_robot, compiled):
+    costs = sim.load_costs()
+    before = latency_robot.hours_used
+    res = sim.run_intervention(jax.random.key(0), "si_retrain", {"trajectories": 4, "si_iterations": 20},
+                               nominal, world, latency_robot, name="si", round=3)
+    si = res.info["si"]
+    assert si.mean["latency"] == 2.0
+    assert _real_success(sim, latency_robot, res.policy) >= 0.8 > _real_success(sim, latency_robot, nominal)
+    kinds = [r.KIND for r in res.records]
+    assert kinds == ["system_id", "execution_outcome", "realized_cost"]
+    assert res.records[1].executions == 4
+    assert res.cost.real == pytest.approx(latency_robot.episode_hours(4))
+    assert latency_robot.hours_used - before >= res.cost.real
+    assert res.cost.compute == pytest.approx(res.info["sim_steps"] / costs.sim_steps_per_hour)
+    assert res.cost.eng == costs.eng_hours["si_retrain"]
+    assert res.records[-1].real == pytest.approx(res.cost.real) and res.records[-1].round == 3
+
+
+def test_dr_retrain_recovers_latency_gap_without_the_robot(sim, world, nominal, latency_robot, compiled):
+    res = sim.run_intervention(jax.random.key(1), "dr_retrain", {"directions": ("latency",)}, nominal, world, None)
+    assert res.cost.real == 0.0 and res.cost.compute > 0
+    assert [r.KIND for r in res.records] == ["realized_cost"]
+    assert _real_success(sim, latency_robot, res.policy) >= 0.6
+
+
+def test_obs_augment_and_sim_steps_budget(sim, world, nominal, compiled):
+    steps = 2 * 32 * 8 * world.protocol.horizon
+    res = sim.run_intervention(jax.random.key(2), "obs_augment", {"sim_steps": steps}, nominal, world, None)
+    assert res.info["sim_steps"] == steps
+    assert res.cost.compute == pytest.approx(steps / sim.load_costs().sim_steps_per_hour)
+    assert res.policy.weights.shape == (4,)
+
+
+def test_real_finetune_touches_the_robot(sim, world, nominal, compiled):
+    robot = sim.RealRobot("real_latency")
+    res = sim.run_intervention(jax.random.key(3), "real_finetune", {"episodes": 16, "population": 8},
+                               nominal, world, robot)
+    ex = [r for r in res.records if r.KIND == "execution_outcome"][0]
+    assert ex.executions == 16 == robot.episodes_run
+    assert ex.unsafe == robot.unsafe_events > 0
+    assert res.cost.real == pytest.approx(robot.hours_used) == pytest.approx(robot.episode_hours(16))
+    assert res.cost.compute == 0.0
+
+
+def test_intervention_input_errors(sim, world, nominal):
+    with pytest.raises(InputError, match="kind"):
+        sim.run_intervention(jax.random.key(0), "pray", None, nominal, world, None)
+    with pytest.raises(InputError, match="params.widht"):
+        sim.run_intervention(jax.random.key(0), "dr_retrain", {"widht": 1.0}, nominal, world, None)
+    with pytest.raises(InputError, match="real_robot"):
+        sim.run_intervention(jax.random.key(0), "real_finetune", None, nominal, world, None)
