@@ -21,7 +21,11 @@ from bayes_s2r.distributed.devices import (
     use_devices,
 )
 from bayes_s2r.distributed.lookahead import draw_mesh, shard_lookahead_arrays, sharded_lookahead
-from bayes_s2r.distributed.multihost import CPU_COLLECTIVES, initialize_multihost, shutdown_multihost
+from bayes_s2r.distributed.multihost import (
+    CPU_COLLECTIVES,
+    initialize_multihost,
+    shutdown_multihost,
+)
 from bayes_s2r.distributed.placement import (
     Placed,
     batch_length,
@@ -32,7 +36,12 @@ from bayes_s2r.distributed.placement import (
     sharded_call,
     unpad,
 )
-from bayes_s2r.distributed.rollouts import sharded_rollout, sharded_rollout_dr, sharded_simulate_batch
+from bayes_s2r.distributed.rollouts import (
+    chunk_for,
+    sharded_rollout,
+    sharded_rollout_dr,
+    sharded_simulate_batch,
+)
 
 __all__ = [
     "BATCH_AXIS",
@@ -42,6 +51,7 @@ __all__ = [
     "batch_length",
     "batch_mesh",
     "chain_method_for",
+    "chunk_for",
     "configure_host_devices",
     "device_info",
     "draw_mesh",

@@ -28,11 +28,11 @@ from bayes_s2r.errors import InputError
 __all__ = [
     "BATCH_AXIS",
     "DeviceInfo",
+    "batch_mesh",
+    "chain_method_for",
     "configure_host_devices",
     "device_info",
-    "batch_mesh",
     "use_devices",
-    "chain_method_for",
 ]
 
 #: Name of the one mesh axis the batch (environments, draws) is split along.
@@ -130,7 +130,6 @@ def device_info() -> DeviceInfo:
 
 
 def _mesh_of(devs: Sequence[Any]):
-    import jax
     import numpy as np
     from jax.sharding import AxisType, Mesh
 

@@ -20,7 +20,12 @@ from typing import Any
 from jax.sharding import NamedSharding, PartitionSpec
 
 from bayes_s2r.decision.config import DecideConfig
-from bayes_s2r.decision.lookahead import LookaheadArrays, LookaheadResult, lookahead, lookahead_arrays
+from bayes_s2r.decision.lookahead import (
+    LookaheadArrays,
+    LookaheadResult,
+    lookahead,
+    lookahead_arrays,
+)
 from bayes_s2r.decision.problem import Problem
 from bayes_s2r.decision.transition import resolve_transition
 from bayes_s2r.distributed.devices import BATCH_AXIS, batch_mesh

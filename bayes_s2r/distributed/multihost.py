@@ -25,7 +25,7 @@ from typing import Any
 from bayes_s2r.distributed.devices import DeviceInfo, _backend_started, device_info
 from bayes_s2r.errors import InputError
 
-__all__ = ["initialize_multihost", "shutdown_multihost", "CPU_COLLECTIVES"]
+__all__ = ["CPU_COLLECTIVES", "initialize_multihost", "shutdown_multihost"]
 
 #: Cross-process collective implementations JAX offers on CPUs.
 CPU_COLLECTIVES = ("gloo", "mpi")

@@ -26,8 +26,14 @@ from bayes_s2r.distributed.devices import BATCH_AXIS, batch_mesh
 from bayes_s2r.errors import InputError
 
 __all__ = [
-    "Placed", "batch_length", "put_global", "place_batch", "place_replicated", "unpad", "gather",
+    "Placed",
+    "batch_length",
+    "gather",
+    "place_batch",
+    "place_replicated",
+    "put_global",
     "sharded_call",
+    "unpad",
 ]
 
 
