@@ -41,13 +41,13 @@ class CampaignConfig:
         cvu_samples: simulated outcomes per candidate in the look-ahead.
         max_rounds: round limit; the last round is terminal (CVU = 0).
         fit_method: "nuts" (exact, slower) or "svi" (fast) for the gain posterior.
-        fit_draws: posterior draws per chain kept from the fit.
         utility: the decision functional ("mean", "lcb", "cvar").
         deploy_episodes: episodes of the deployment evaluation at the stop.
         accept_regressions: adopt an adaptation's policy even when its paired evaluation
             shows it worse than the current one (default False: a lab does not deploy a
             measured regression; the evidence is kept either way).
         allow_bad_belief: decide on a belief that failed its diagnostics.
+        fit_options: further keyword arguments of `fit_gains` (e.g. svi_steps, num_samples).
         seed: the campaign's seed; round t uses a key folded from it and t.
     """
 
@@ -60,11 +60,11 @@ class CampaignConfig:
     cvu_samples: int = 256
     max_rounds: int = 8
     fit_method: str = "svi"
-    fit_draws: int = 1000
     utility: str = "mean"
     deploy_episodes: int = 200
     accept_regressions: bool = False
     allow_bad_belief: bool = False
+    fit_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     seed: int = 0
 
     def __post_init__(self):
@@ -78,13 +78,20 @@ class CampaignConfig:
             raise InputError("config.beta", self.beta, "a number >= 0")
         _count("config.cvu_samples", self.cvu_samples, 1)
         _count("config.max_rounds", self.max_rounds, 1)
-        _count("config.fit_draws", self.fit_draws, 50)
         _count("config.deploy_episodes", self.deploy_episodes, 1)
         _count("config.seed", self.seed, 0)
         if self.fit_method not in _FIT_METHODS:
             raise InputError("config.fit_method", self.fit_method, f"one of {_FIT_METHODS}")
         if self.utility not in _UTILITIES:
             raise InputError("config.utility", self.utility, f"one of {_UTILITIES}")
+        if not isinstance(self.fit_options, Mapping) or not all(isinstance(k, str) for k in self.fit_options):
+            raise InputError("config.fit_options", self.fit_options, "a mapping of fit_gains keyword arguments")
+        allowed = {"num_warmup", "num_samples", "num_chains", "svi_steps", "svi_learning_rate",
+                   "svi_guide", "target_accept_prob", "max_tree_depth", "use_sensitivity"}
+        for k in self.fit_options:
+            if k not in allowed:
+                raise InputError(f"config.fit_options.{k}", self.fit_options[k], f"a key among {sorted(allowed)}")
+        object.__setattr__(self, "fit_options", dict(self.fit_options))
         for f in ("accept_regressions", "allow_bad_belief"):
             if not isinstance(getattr(self, f), bool):
                 raise InputError(f"config.{f}", getattr(self, f), "true or false")
@@ -93,6 +100,7 @@ class CampaignConfig:
         out = dataclasses.asdict(self)
         out["budget"] = dataclasses.asdict(self.budget)
         out["weights"] = dataclasses.asdict(self.weights)
+        out["fit_options"] = dict(self.fit_options)
         return out
 
     @classmethod

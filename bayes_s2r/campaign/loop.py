@@ -132,7 +132,7 @@ def fit_round_belief(evidence, state: CampaignState, seed: int):
 
     cfg = state.config
     belief = fit_gains(evidence, state.candidates, method=cfg.fit_method, seed=seed,
-                       current_policy=state.policy)
+                       current_policy=state.policy, **cfg.fit_options)
     risk = fit_exec_risk(evidence, state.candidates)
     return belief, risk
 

@@ -1,0 +1,119 @@
+"""The closed loop on a synthetic world with known answers: rounds, stopping, resume."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from campaign_fixtures import synthetic_candidates, synthetic_config, synthetic_world
+
+import bayes_s2r as bs
+
+FAST_FIT = {"svi_steps": 400}
+
+
+def _run(path, **changes):
+    cfg = synthetic_config(fit_options=FAST_FIT, **changes)
+    ledger = bs.Ledger(path)
+    executor = bs.SyntheticExecutor(synthetic_world())
+    bs.start_campaign(ledger, synthetic_candidates(), cfg, executor)
+    reports = []
+    state = bs.run_campaign(ledger, executor, on_round=reports.append)
+    return ledger, state, reports
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    return _run(tmp_path_factory.mktemp("loop") / "c.sqlite")
+
+
+def test_campaign_stops_with_a_deployment_check(finished):
+    ledger, state, reports = finished
+    assert state.status == "stopped"
+    deployment = ledger.get_meta("deployment")
+    assert deployment["policy"] == state.policy
+    assert deployment["passes"] == (deployment["ucb_unsafe"] <= deployment["alpha_deploy"])
+    assert len(ledger.records(bs.DeploymentEval)) == 1
+    assert reports[-1].deployment == deployment
+
+
+def test_every_round_is_recorded_and_the_budget_only_shrinks(finished):
+    ledger, state, reports = finished
+    decisions = ledger.records(bs.DecisionRecord)
+    assert [d.round for d in decisions] == list(range(len(decisions)))
+    costs = ledger.records(bs.RealizedCost)
+    executed = [d for d in decisions if d.chosen is not None]
+    assert len(costs) == len(executed)
+    spent = sum((bs.Cost(c.real, c.compute, c.eng) for c in costs), bs.Cost())
+    assert state.budget == synthetic_config().budget.spend(spent)
+    budgets = [r.state.budget.as_array() for r in reports]
+    assert all((a >= b).all() for a, b in zip(budgets, budgets[1:]))
+
+
+def test_believed_and_realized_gains_are_kept_apart(finished):
+    ledger, _, _ = finished
+    for d in ledger.records(bs.DecisionRecord):
+        if d.chosen is None:
+            continue
+        row = next(r for r in d.payload()["table"] if r["name"] == d.chosen)
+        chosen = next(c for c in synthetic_candidates() if c.name == d.chosen)
+        evals = [p for p in ledger.records(bs.PairedEval) if p.round == d.round]
+        if chosen.role == "adaptation":
+            assert len(evals) == 1 and evals[0].candidate == d.chosen
+            assert row["mu_dJ"] != evals[0].delta_hat  # the belief is not the measurement
+
+
+def test_a_non_repeatable_candidate_runs_once(tmp_path):
+    ledger, state, _ = _run(tmp_path / "c.sqlite", max_rounds=4,
+                            weights=bs.ResourceWeights(real=0.0, compute=0.02, eng=0.0))
+    chosen = [d.chosen for d in ledger.records(bs.DecisionRecord)]
+    assert chosen.count("si_once") <= 1
+
+
+_CHILD = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {tests!r})
+    import bayes_s2r as bs
+    from campaign_fixtures import synthetic_candidates, synthetic_config, synthetic_world
+
+    class Slow(bs.SyntheticExecutor):
+        def execute(self, key, candidate, *, round, **kw):
+            if round == 1:
+                print("IN_ROUND_1", flush=True)
+                time.sleep(600)
+            return super().execute(key, candidate, round=round, **kw)
+
+    ledger = bs.Ledger({path!r})
+    executor = Slow(synthetic_world())
+    bs.start_campaign(ledger, synthetic_candidates(), synthetic_config(fit_options={fit!r}), executor)
+    bs.run_campaign(ledger, executor)
+""")
+
+
+def test_kill_and_resume_gives_the_uninterrupted_result(tmp_path, finished):
+    path = tmp_path / "killed.sqlite"
+    code = _CHILD.format(tests=str(Path(__file__).parent), path=str(path), fit=FAST_FIT)
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        deadline = time.time() + 600
+        line = ""
+        while "IN_ROUND_1" not in line and time.time() < deadline:
+            line = child.stdout.readline()
+            if not line and child.poll() is not None:
+                break
+        assert "IN_ROUND_1" in line, "the child never reached round 1"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    ledger = bs.Ledger(path)
+    assert bs.load_state(ledger).round == 1  # round 0 committed, round 1 lost
+    state = bs.resume_campaign(ledger, bs.SyntheticExecutor(synthetic_world()))
+    reference, ref_state, _ = finished
+    assert {r.id for r in ledger.records()} == {r.id for r in reference.records()}
+    assert state.policy == ref_state.policy and state.budget == ref_state.budget
+    assert ledger.get_meta("deployment") == reference.get_meta("deployment")
