@@ -262,6 +262,23 @@ def _check_prob(p: float) -> None:
         raise InputError("hdi_prob", p, "a probability strictly between 0 and 1")
 
 
+def _check_prior(prior: Any) -> SensitivityPrior:
+    if prior is None:
+        return SensitivityPrior()
+    if not isinstance(prior, SensitivityPrior):
+        raise InputError("prior", prior, "a SensitivityPrior")
+    for f in SensitivityPrior._fields:
+        v = getattr(prior, f)
+        values = v if f == "bias_scale" else (v,)
+        if f == "bias_scale" and (not isinstance(v, tuple) or len(v) != 2):
+            raise InputError(f"prior.{f}", v, "two scales (proxy, ablation)")
+        ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x)
+                 and (f == "loc_a" or x > 0) for x in values)
+        if not ok:
+            raise InputError(f"prior.{f}", v, "a finite number" + ("" if f == "loc_a" else " > 0"))
+    return prior
+
+
 def _positive_int(field: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(field, value, "a whole number >= 1")
@@ -307,10 +324,7 @@ def fit_sensitivity(evidence: Any, policy: str | None = None, method: str = "nut
     if isinstance(target_accept, bool) or not isinstance(target_accept, float) or not (
             0 < target_accept < 1):
         raise InputError("target_accept", target_accept, "a number strictly between 0 and 1")
-    if prior is None:
-        prior = SensitivityPrior()
-    if not isinstance(prior, SensitivityPrior):
-        raise InputError("prior", prior, "a SensitivityPrior")
+    prior = _check_prior(prior)
     data = prepare_sensitivity(evidence, policy, directions=directions)
     chain_method = "parallel" if jax.local_device_count() >= num_chains else "sequential"
     mcmc = MCMC(NUTS(sensitivity_model, target_accept_prob=target_accept),

@@ -33,7 +33,7 @@ def _evidence():
 
 @pytest.fixture(scope="module")
 def belief():
-    return fit_sensitivity(_evidence(), num_warmup=400, num_samples=400, num_chains=2, seed=0)
+    return fit_sensitivity(_evidence(), num_warmup=300, num_samples=300, num_chains=2, seed=0)
 
 
 def test_large_drop_ranks_first(belief):
@@ -51,7 +51,7 @@ def test_injected_synergy_detected_and_null_pair_not(belief):
     hit, null = s.loc[("damping", "mass")], s.loc[("gear", "mass")]
     assert hit["hdi_low"] > 0 and hit["mean"] == pytest.approx(0.3, abs=0.1)
     assert null["hdi_low"] < 0 < null["hdi_high"]
-    assert hit["p_positive"] > 0.99
+    assert hit["p_positive"] > 0.97
 
 
 def test_proxy_evidence_moves_the_posterior_less_than_direct(belief):
@@ -68,12 +68,12 @@ def test_proxy_evidence_moves_the_posterior_less_than_direct(belief):
 def test_outputs_and_diagnostics(belief):
     idata = belief.to_inference_data()
     assert list(idata.posterior["S"].coords["direction"].values) == list(belief.directions)
-    assert idata.posterior["S"].shape == (2, 400, len(belief.directions))
-    assert idata.posterior["synergy"].shape == (2, 400, 2)
+    assert idata.posterior["S"].shape == (2, 300, len(belief.directions))
+    assert idata.posterior["synergy"].shape == (2, 300, 2)
     d = belief.diagnostics
     assert {"rhat_max", "ess_min", "divergences", "ok"} <= set(d)
     assert d["rhat_max"] < 1.05 and d["divergences"] == 0
-    assert belief.draws.shape == (800, len(belief.directions))
+    assert belief.draws.shape == (600, len(belief.directions))
 
 
 def test_bad_input():
@@ -83,6 +83,9 @@ def test_bad_input():
         (lambda: fit_sensitivity(ev, seed=-1), "seed"),
         (lambda: fit_sensitivity(ev, num_chains=0), "num_chains"),
         (lambda: fit_sensitivity(ev, prior={"scale_b": 1}), "prior"),
+        (lambda: fit_sensitivity(ev, prior=SensitivityPrior(scale_b=-1.0)), "prior.scale_b"),
+        (lambda: fit_sensitivity(ev, prior=SensitivityPrior(bias_scale=(0.5,))), "prior.bias_scale"),
+        (lambda: fit_sensitivity(ev, prior=SensitivityPrior(loc_a=float("nan"))), "prior.loc_a"),
         (lambda: fit_sensitivity(ev, target_accept=1.5), "target_accept"),
         (lambda: fit_sensitivity(ev, policy="nobody"), "policy"),
         (lambda: fit_sensitivity([], num_chains=1), "records"),
@@ -97,4 +100,3 @@ def test_bad_queries(belief):
         belief.column("wind")
     with pytest.raises(InputError, match="hdi_prob"):
         belief.ranking(hdi_prob=1.0)
-    assert isinstance(SensitivityPrior(), tuple)

@@ -87,11 +87,11 @@ def _outer(data, y=None):
 
 def test_block_inside_outer_model_samples():
     d = prepare_sensitivity(_records())
-    mcmc = MCMC(NUTS(_outer), num_warmup=150, num_samples=150, num_chains=1, progress_bar=False)
+    mcmc = MCMC(NUTS(_outer), num_warmup=120, num_samples=120, num_chains=1, progress_bar=False)
     mcmc.run(jax.random.PRNGKey(1), d, y=0.3)
     s = mcmc.get_samples()
     assert all(k.startswith("sens_") for k in s if k not in ("efficacy", "gain"))
-    assert s["sens_S"].shape == (150, 2) and s["sens_synergy"].shape == (150, 1)
+    assert s["sens_S"].shape == (120, 2) and s["sens_synergy"].shape == (120, 1)
     assert np.all(np.isfinite(np.asarray(s["gain"])))
     # latency's drop (0.85 -> 0.2) dominates mass's (proxy only, small)
     assert float(s["sens_S"][:, 0].mean()) > 0.4
