@@ -88,6 +88,8 @@ class DecideConfig(NamedTuple):
             if not isinstance(getattr(cfg, flag), bool):
                 raise InputError(flag, getattr(cfg, flag), "True or False")
         seed = _whole("seed", cfg.seed)
+        if seed < 0:
+            raise InputError("seed", cfg.seed, "a whole number >= 0")
         if cfg.utility not in UTILITIES:
             raise InputError("utility", cfg.utility, f"one of {UTILITIES}")
         level = _real("utility_level", cfg.utility_level)
