@@ -42,7 +42,7 @@ class RiskPrior(NamedTuple):
 
 
 def exec_risk_model(group, executions, unsafe, num_groups: int,
-                    prior: RiskPrior = RiskPrior()) -> None:
+                    prior: RiskPrior | None = None) -> None:
     """Hierarchical Beta-Binomial over method groups, with p_m integrated out.
 
     Args:
@@ -50,10 +50,11 @@ def exec_risk_model(group, executions, unsafe, num_groups: int,
         executions: int [M] executions n_m.
         unsafe: int [M] unsafe runs y_m.
         num_groups: number of method groups G.
-        prior: the hyperprior.
+        prior: the hyperprior (default `RiskPrior()`).
 
     Sites: ``risk_mu`` [G], ``risk_log_kappa`` [G], ``risk_obs`` (observed).
     """
+    prior = RiskPrior() if prior is None else prior
     mu = numpyro.sample("risk_mu", dist.Beta(prior.mu_a, prior.mu_b).expand((num_groups,))
                         .to_event(1))
     log_kappa = numpyro.sample(

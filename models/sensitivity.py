@@ -58,12 +58,12 @@ def _normal(name, shape, scale=1.0, loc=0.0):
     return numpyro.sample(name, dist.Normal(loc, scale).expand(shape).to_event(len(shape)))
 
 
-def sensitivity_block(data, prior: SensitivityPrior = SensitivityPrior()) -> jnp.ndarray:
+def sensitivity_block(data, prior: SensitivityPrior | None = None) -> jnp.ndarray:
     """Sample the sensitivity parameters, add the likelihood, return Ŝ of shape [K].
 
     Args:
         data: a `bayes_s2r.belief.sensitivity.SensitivityData` (from `prepare_sensitivity`).
-        prior: prior scales.
+        prior: prior scales (default `SensitivityPrior()`).
 
     Returns:
         jnp.ndarray [K]: Ŝ_k = J0 − J(ℓ_k = 1) for `data.directions`, J scale.
@@ -71,6 +71,7 @@ def sensitivity_block(data, prior: SensitivityPrior = SensitivityPrior()) -> jnp
     Deterministic sites: ``sens_S`` [K], ``sens_J0`` [], ``sens_synergy`` [P] (J scale)
     and ``sens_J`` [C] (each cell's success probability without its cell noise).
     """
+    prior = SensitivityPrior() if prior is None else prior
     num_cells, k = data.levels.shape
     p = data.products.shape[1]
     num_pol = len(data.policies)
@@ -113,6 +114,6 @@ def sensitivity_block(data, prior: SensitivityPrior = SensitivityPrior()) -> jnp
     return s_hat
 
 
-def sensitivity_model(data, prior: SensitivityPrior = SensitivityPrior()) -> None:
+def sensitivity_model(data, prior: SensitivityPrior | None = None) -> None:
     """The standalone sensitivity model: just `sensitivity_block`."""
     sensitivity_block(data, prior)

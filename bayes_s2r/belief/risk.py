@@ -30,8 +30,15 @@ from bayes_s2r.evidence.records import DeploymentEval, ExecutionOutcome
 from bayes_s2r.models.risk import RiskPrior, exec_risk_model
 from bayes_s2r.vocab import Candidate, validate_candidates
 
-__all__ = ["RiskPrior", "RiskBelief", "DeploymentRisk", "clopper_pearson_ucb", "fit_exec_risk",
-           "fit_deploy_risk", "beta_mixture_quantile"]
+__all__ = [
+    "DeploymentRisk",
+    "RiskBelief",
+    "RiskPrior",
+    "beta_mixture_quantile",
+    "clopper_pearson_ucb",
+    "fit_deploy_risk",
+    "fit_exec_risk",
+]
 
 BOUNDS = ("clopper-pearson", "posterior")
 _NO_METHOD = "(none)"

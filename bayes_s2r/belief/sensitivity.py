@@ -25,8 +25,14 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", FutureWarning)
     import arviz as az
 
-__all__ = ["Labels", "SensitivityData", "SensitivityBelief", "SensitivityPrior", "prepare_sensitivity",
-           "fit_sensitivity"]
+__all__ = [
+    "Labels",
+    "SensitivityBelief",
+    "SensitivityData",
+    "SensitivityPrior",
+    "fit_sensitivity",
+    "prepare_sensitivity",
+]
 
 
 class Labels(tuple):
@@ -203,8 +209,7 @@ class SensitivityBelief:
 
     def column(self, direction: str) -> np.ndarray:
         """Draws of Ŝ for one direction (also accepts 'sensitivity:<direction>')."""
-        if direction.startswith("sensitivity:"):
-            direction = direction[len("sensitivity:"):]
+        direction = direction.removeprefix("sensitivity:")
         return self.draws[:, self.index(direction)]
 
     def ranking(self, hdi_prob: float = 0.9) -> pd.DataFrame:

@@ -15,7 +15,8 @@ from bayes_s2r.belief.risk import (
     fit_exec_risk,
 )
 from bayes_s2r.errors import InputError
-from bayes_s2r.evidence.records import DeploymentEval, ExecutionOutcome as E
+from bayes_s2r.evidence.records import DeploymentEval
+from bayes_s2r.evidence.records import ExecutionOutcome as E
 from bayes_s2r.vocab import Candidate
 
 
@@ -131,9 +132,8 @@ def test_quadrature_matches_importance_sampling_reference():
 
 
 def test_risk_model_log_density_is_the_quadrature_target():
-    from numpyro.infer.util import log_density
-
     from bayes_s2r.models.risk import exec_risk_model
+    from numpyro.infer.util import log_density
 
     n, y = np.array([30, 12]), np.array([2, 0])
     prior = RiskPrior()
