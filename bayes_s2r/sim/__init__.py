@@ -47,12 +47,14 @@ from bayes_s2r.sim.rollout import (
 from bayes_s2r.sim.sweep import SweepResult, rank_directions, sensitivity_sweep
 from bayes_s2r.sim.sysid import FITTED, SIConfig, SIResult, identify
 from bayes_s2r.sim.train import (
+    CEMConfig,
     ESConfig,
     TrainResult,
     es_loop,
     load_policy,
     nominal_policy,
     save_policy,
+    train_cem,
     train_es,
 )
 from bayes_s2r.sim.world import ENVS, Protocol, World, apply_params, list_cards, load_card, make_world
@@ -68,7 +70,7 @@ __all__ = [
     # the real robot
     "RealRobot", "RealRun", "RealTrajectories", "make_excitation",
     # experiments
-    "ESConfig", "TrainResult", "es_loop", "train_es", "save_policy", "load_policy", "nominal_policy",
+    "ESConfig", "CEMConfig", "TrainResult", "es_loop", "train_es", "train_cem", "save_policy", "load_policy", "nominal_policy",
     "FITTED", "SIConfig", "SIResult", "identify",
     "SweepResult", "rank_directions", "sensitivity_sweep",
     "PairedResult", "TransferDelta", "paired_eval", "paired_interval", "transfer_delta",

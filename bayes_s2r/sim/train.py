@@ -31,7 +31,7 @@ from bayes_s2r.sim.params import DRSpec, broadcast_params, sample_params
 from bayes_s2r.sim.rollout import TRACE_COUNTS, LinearPolicy, _run_chunks, sample_init
 from bayes_s2r.sim.world import World, make_world
 
-__all__ = ["ESConfig", "TrainResult", "es_loop", "train_es", "save_policy", "load_policy", "nominal_policy"]
+__all__ = ["ESConfig", "CEMConfig", "TrainResult", "es_loop", "train_es", "train_cem", "save_policy", "load_policy", "nominal_policy"]
 
 
 class ESConfig(NamedTuple):
@@ -130,6 +130,74 @@ def es_loop(key: jax.Array, theta: jax.Array, config: ESConfig, evaluate, horizo
     return theta, (np.asarray(jnp.stack(history)) if history else np.zeros(0))
 
 
+def _sim_evaluator(world: World, spec: DRSpec | None, P: int, E: int):
+    """evaluate(key, thetas [P*E, 5]): P policies on the same E episodes (common random numbers)."""
+    T = world.protocol.horizon
+
+    def evaluate(k, thetas):
+        k_xi, k_init, k_noise = jax.random.split(k, 3)
+        xi = sample_params(k_xi, spec, E) if spec is not None else broadcast_params(world.params, E)
+        q0, qd0 = sample_init(k_init, world, E)
+        noise = jax.random.split(k_noise, E)
+        tile = lambda x: jnp.tile(x, (P,) + (1,) * (x.ndim - 1))  # noqa: E731
+        batch = jax.tree.map(tile, (xi, q0, qd0, noise))
+        exc = jnp.zeros((P * E, T), jnp.float32)
+        return _run_chunks(world.env, world.protocol, LinearPolicy.from_flat(thetas), *batch, exc, False)
+
+    return evaluate
+
+
+class CEMConfig(NamedTuple):
+    """Cross-entropy-method settings for (re)training.
+
+    Attributes:
+        population: candidate policies per generation.
+        episodes: episodes per candidate (shared across the population).
+        elite: candidates kept to refit the search distribution.
+        init_sd: initial standard deviation around the starting policy.
+        iterations: generations.
+    """
+
+    population: int = 64
+    episodes: int = 4
+    elite: int = 8
+    init_sd: float = 0.3
+    iterations: int = 12
+
+
+def train_cem(key: jax.Array, world: World, policy: LinearPolicy | None = None, *,
+              spec: DRSpec | None = None, config: CEMConfig = CEMConfig()) -> TrainResult:
+    """(Re)train a linear policy by the cross-entropy method, at ξ or under p_DR `spec`.
+
+    CEM moves the search mean straight to the elite mean, so it crosses the narrow basin
+    that a large latency leaves far faster than ES's small Adam steps; it is the retraining
+    optimizer of the interventions. Returns the elite mean of the last generation.
+    """
+    for f in ("population", "episodes", "elite", "iterations"):
+        v = getattr(config, f)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise InputError(f"cem.{f}", v, "a positive whole number")
+    if config.elite > config.population:
+        raise InputError("cem.elite", config.elite, f"at most the population ({config.population})")
+    start = time.perf_counter()
+    P, E, T = config.population, config.episodes, world.protocol.horizon
+    evaluate = _sim_evaluator(world, spec, P, E)
+    mean = (policy or LinearPolicy.zeros(world.obs_size)).flat().astype(jnp.float32)
+    sd = jnp.full_like(mean, config.init_sd)
+    history = []
+    for _ in range(config.iterations):
+        key, k_pop, k_eval = jax.random.split(key, 3)
+        pop = mean + sd * jax.random.normal(k_pop, (P, mean.shape[0]))
+        pop = pop.at[0].set(mean)  # keep the current mean in the running
+        stats = evaluate(k_eval, jnp.repeat(pop, E, axis=0))
+        fit = (stats.score + 0.5 * stats.steps_alive / T).reshape(P, E).mean(axis=1)
+        elite = pop[jnp.argsort(-fit)[:config.elite]]
+        mean, sd = elite.mean(axis=0), elite.std(axis=0) + 0.02
+        history.append(float(fit.mean()))
+    return TrainResult(LinearPolicy.from_flat(mean), np.asarray(history), P * E * T * config.iterations,
+                       time.perf_counter() - start)
+
+
 def train_es(key: jax.Array, world: World, policy: LinearPolicy | None = None, *,
              spec: DRSpec | None = None, config: ESConfig = ESConfig()) -> TrainResult:
     """Train (or fine-tune) a linear policy in `world`, at its ξ or under p_DR `spec`.
@@ -160,16 +228,7 @@ def train_es(key: jax.Array, world: World, policy: LinearPolicy | None = None, *
     theta = (policy or LinearPolicy.zeros(world.obs_size)).flat().astype(jnp.float32)
     P, E, T = config.population, config.episodes, world.protocol.horizon
 
-    def evaluate(k, thetas):
-        k_xi, k_init, k_noise = jax.random.split(k, 3)
-        xi = sample_params(k_xi, spec, E) if spec is not None else broadcast_params(world.params, E)
-        q0, qd0 = sample_init(k_init, world, E)
-        noise = jax.random.split(k_noise, E)
-        tile = lambda x: jnp.tile(x, (P,) + (1,) * (x.ndim - 1))  # noqa: E731
-        batch = jax.tree.map(tile, (xi, q0, qd0, noise))
-        exc = jnp.zeros((P * E, T), jnp.float32)
-        return _run_chunks(world.env, world.protocol, LinearPolicy.from_flat(thetas), *batch, exc, False)
-
+    evaluate = _sim_evaluator(world, spec, P, E)
     theta, fitness = es_loop(key, theta, config, evaluate, T)
     return TrainResult(LinearPolicy.from_flat(theta), fitness, P * E * T * config.iterations,
                        time.perf_counter() - start)

@@ -23,7 +23,7 @@ def test_si_then_retrain_recovers_latency_gap(sim, world, nominal, latency_robot
                                nominal, world, latency_robot, name="si", round=3)
     si = res.info["si"]
     assert si.mean["latency"] == 2.0
-    assert _real_success(sim, latency_robot, res.policy) >= 0.8 > _real_success(sim, latency_robot, nominal)
+    assert _real_success(sim, latency_robot, res.policy) >= 0.6 > 0.2 > _real_success(sim, latency_robot, nominal)
     kinds = [r.KIND for r in res.records]
     assert kinds == ["system_id", "execution_outcome", "realized_cost"]
     assert res.records[1].executions == 4
@@ -35,14 +35,15 @@ def test_si_then_retrain_recovers_latency_gap(sim, world, nominal, latency_robot
 
 
 def test_dr_retrain_recovers_latency_gap_without_the_robot(sim, world, nominal, latency_robot, compiled):
-    res = sim.run_intervention(jax.random.key(1), "dr_retrain", {"directions": ("latency",)}, nominal, world, None)
+    res = sim.run_intervention(jax.random.key(1), "dr_retrain", {"directions": ("latency",)},
+                               nominal, world, None)
     assert res.cost.real == 0.0 and res.cost.compute > 0
     assert [r.KIND for r in res.records] == ["realized_cost"]
     assert _real_success(sim, latency_robot, res.policy) >= 0.6
 
 
 def test_obs_augment_and_sim_steps_budget(sim, world, nominal, compiled):
-    steps = 2 * 32 * 8 * world.protocol.horizon
+    steps = 2 * 64 * 4 * world.protocol.horizon
     res = sim.run_intervention(jax.random.key(2), "obs_augment", {"sim_steps": steps}, nominal, world, None)
     assert res.info["sim_steps"] == steps
     assert res.cost.compute == pytest.approx(steps / sim.load_costs().sim_steps_per_hour)

@@ -18,7 +18,7 @@ def test_records_enter_the_ledger_and_fit(sim, world, nominal, sweep_result, tmp
     stored = ledger.records()
     assert {r.id for r in stored} == {r.id for r in records}
 
-    belief = bs.fit_sensitivity(ledger, num_warmup=100, num_samples=100, num_chains=1)
+    belief = bs.fit_sensitivity(ledger, num_warmup=50, num_samples=50, num_chains=1)
     assert belief.ranking().index[0] == "latency"
     cand = bs.Candidate("ft", "adaptation", "optimization", method="FT", touches_robot=True)
     risk = bs.fit_exec_risk(ledger, [cand])

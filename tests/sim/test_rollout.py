@@ -48,7 +48,7 @@ def test_latency_delays_the_action(sim, world, compiled):
 
 def test_one_compile_per_shape(sim, world, nominal, compiled):
     before = sim.TRACE_COUNTS["rollout"]
-    for i, (n, xi) in enumerate([(8, {"mass_scale": 1.4}), (300, {"latency": 3}), (5, {"obs_noise": 0.05})]):
+    for i, (n, xi) in enumerate([(8, {"mass_scale": 1.4}), (260, {"latency": 3}), (5, {"obs_noise": 0.05})]):
         jax.block_until_ready(sim.rollout(jax.random.key(i), world.with_params(**xi), nominal, n))
     spec = sim.DRSpec.from_levels({"latency": 1.0, "mass": 1.0})
     jax.block_until_ready(sim.rollout_dr(jax.random.key(9), world, nominal, spec, 40))
