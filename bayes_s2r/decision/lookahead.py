@@ -281,9 +281,10 @@ _lookahead_jit = jax.jit(_lookahead, static_argnames=("num_outcomes", "batch", "
 
 
 def chunk_outcomes(num_outcomes: int, mb: int, s: int, chunk_bytes: int) -> int:
-    """Outcomes per chunk so that one chunk of [chunk, Mb, S] float32 weights fits `chunk_bytes`."""
-    per = max(1, mb * s * 4)
-    return int(max(1, min(num_outcomes, chunk_bytes // per)))
+    """Outcomes per chunk: the largest divisor of K whose [chunk, Mb, S] float32 weights fit
+    `chunk_bytes` (a divisor, so `lax.map` compiles no second body for a remainder)."""
+    cap = int(max(1, min(num_outcomes, chunk_bytes // max(1, mb * s * 4))))
+    return max(d for d in range(1, cap + 1) if num_outcomes % d == 0)
 
 
 def lookahead(problem: Problem, config: DecideConfig, rule, arrays: LookaheadArrays | None = None
