@@ -64,8 +64,8 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
         >>> belief = bs.GainBelief.from_gaussian(["dr"], [0.1], [0.02], num_draws=2000)
         >>> cands = [bs.Candidate("dr", "adaptation", "data", cost=bs.Cost(compute=0.2))]
         >>> d = decide(belief, cands, bs.Budget(1, 10, 10), bs.ResourceWeights(), cvu_samples=32)
-        >>> d.best, round(float(d.table.loc["dr", "U0"]), 3)
-        ('dr', 0.08)
+        >>> d.best, round(float(d.table.loc["dr", "U0"]), 2), d.stop_reason
+        ('dr', 0.08, None)
     """
     unknown = sorted(set(options) - set(_EXTRA_OPTIONS))
     if unknown:
