@@ -182,13 +182,13 @@ def run_case(m: int, s: int, k: int, *, reps: int, reference: bool, floor: bool,
     mb = arrays.dg.shape[1]
     batch = la.chunk_outcomes(k, mb, s, cfg.chunk_bytes)
     args = (jax.random.key(seed), arrays, jnp.float32(prob.j_now), jnp.float32(cfg.collapse_ess), jnp.float32(0.0))
-    kw = dict(num_outcomes=k, batch=batch, use_var=False, rule=rule, n_cap=la.binomial_cap(prob))
+    kw = {"num_outcomes": k, "batch": batch, "use_var": False, "rule": rule, "n_cap": la.binomial_cap(prob)}
     t = time.perf_counter()
     compiled = la._lookahead_jit.lower(*args, **kw).compile()
     compile_s = time.perf_counter() - t
     mem = compiled.memory_analysis()
     temp = int(getattr(mem, "temp_size_in_bytes", -1)) if mem is not None else -1
-    run = lambda: jax.block_until_ready(compiled(*args))  # noqa: E731
+    run = lambda: jax.block_until_ready(compiled(*args))
     run()
     row = {"candidates": m, "padded": mb, "draws": s, "outcomes": k, "chunk": batch,
            "compile_s": compile_s, "temp_bytes": temp}

@@ -7,10 +7,10 @@ from bayes_s2r.decision.result import Decision
 from bayes_s2r.decision.transition import HeadroomTransition, NoTransition
 
 __all__ = [
-    "decide",
-    "Decision",
     "DecideConfig",
+    "Decision",
     "HeadroomTransition",
     "NoTransition",
+    "decide",
     "lookahead_trace_count",
 ]

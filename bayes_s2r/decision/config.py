@@ -25,7 +25,7 @@ from scipy import stats
 
 from bayes_s2r.errors import InputError
 
-__all__ = ["DecideConfig", "UTILITIES", "MULTI_MODES", "utility_value", "utility_constant"]
+__all__ = ["MULTI_MODES", "UTILITIES", "DecideConfig", "utility_constant", "utility_value"]
 
 UTILITIES = ("mean", "lcb", "cvar")
 MULTI_MODES = ("lexicographic", "pareto")

@@ -38,12 +38,12 @@ from bayes_s2r.decision.problem import Problem
 __all__ = [
     "LookaheadArrays",
     "LookaheadResult",
-    "bucket_size",
-    "lookahead_arrays",
-    "draw_outcomes",
     "binomial_cap",
+    "bucket_size",
     "chunk_outcomes",
+    "draw_outcomes",
     "lookahead",
+    "lookahead_arrays",
     "lookahead_trace_count",
 ]
 

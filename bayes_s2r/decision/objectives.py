@@ -37,7 +37,7 @@ from bayes_s2r.decision.config import DecideConfig, utility_value
 from bayes_s2r.decision.stability import STOP
 from bayes_s2r.errors import InputError
 
-__all__ = ["ObjectiveSplit", "split_objectives", "secondary_gains", "rank_alternatives", "Ranking"]
+__all__ = ["ObjectiveSplit", "Ranking", "rank_alternatives", "secondary_gains", "split_objectives"]
 
 PRIMARY_DEFAULT = "success"
 

@@ -21,7 +21,7 @@ from bayes_s2r.decision.config import DecideConfig, utility_value
 from bayes_s2r.errors import InputError
 from bayes_s2r.vocab import RESOURCES, Budget, Candidate, ResourceWeights, validate_candidates
 
-__all__ = ["Problem", "build_problem", "current_j", "SENSITIVITY_PREFIX"]
+__all__ = ["SENSITIVITY_PREFIX", "Problem", "build_problem", "current_j"]
 
 SENSITIVITY_PREFIX = "sensitivity:"
 _DEFAULT_J = 0.5

@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 
 from bayes_s2r.decision.config import DecideConfig
-from bayes_s2r.decision.stability import STOP
 from bayes_s2r.evidence.records import DecisionRecord
 
 __all__ = ["Decision"]

@@ -54,7 +54,7 @@ def test_unsafe_ucb_excludes_and_safe_ucb_admits(robot):
 
 
 def test_unaffordable_and_already_run_are_excluded(robot):
-    belief, cands, budget, weights = robot
+    belief, cands, _, weights = robot
     risk = FakeRisk({"real_ft": 0.0, "real_si": 0.0})
     d = bs.decide(belief, cands, bs.Budget(0.005, 10, 10), weights, risk=risk, cvu_samples=32,
                   done=["real_si", "sim_dr"])
