@@ -47,9 +47,9 @@ def _mujoco_loop(policy, n_envs: int, steps: int, n_frames: int, init_scale: flo
 
 
 def run(envs: list[int], steps: int, chunk: int | None, repeats: int, mujoco_envs: int, seed: int) -> dict:
+    import brax
     import mujoco
 
-    import brax
     from bayes_s2r import sim
 
     policy = sim.nominal_policy()

@@ -7,7 +7,9 @@
 | `obs_augment`   | representation | retrain with randomized observation noise and angle bias        |
 | `real_finetune` | optimization   | ES directly on the robot with a given number of real episodes   |
 
-Retraining in sim uses the cross-entropy method (`train_cem`, warm-started at the current
+`dr_retrain` randomizes the latency by default (width 1.0 = uniform over {0, 1, 2} steps);
+pass `directions` to add mass, damping or gear (a four-direction DR needs more iterations to
+reach a latency of 2 steps). Retraining in sim uses the cross-entropy method (`train_cem`, warm-started at the current
 policy): ES's small Adam steps take too long to cross into the narrow stable region that a
 2-step latency leaves; CEM gets there in about a dozen generations.
 
@@ -46,7 +48,7 @@ from bayes_s2r.sim.train import CEMConfig, ESConfig, es_loop, train_cem
 from bayes_s2r.sim.world import World
 from bayes_s2r.vocab import Cost, check_shared_interface
 
-__all__ = ["KINDS", "DEFAULTS", "CostModel", "load_costs", "InterventionResult", "run_intervention"]
+__all__ = ["DEFAULTS", "KINDS", "CostModel", "InterventionResult", "load_costs", "run_intervention"]
 
 KINDS = ("si_retrain", "dr_retrain", "obs_augment", "real_finetune")
 
@@ -54,8 +56,7 @@ KINDS = ("si_retrain", "dr_retrain", "obs_augment", "real_finetune")
 DEFAULTS: dict[str, dict[str, Any]] = {
     "si_retrain": {"trajectories": 8, "excitation": 0.3, "si_iterations": 40, "method": "gradient",
                    "iterations": 16},
-    "dr_retrain": {"width": 1.0, "directions": ("mass", "damping", "gear", "latency"), "sim_steps": None,
-                   "iterations": 16},
+    "dr_retrain": {"width": 1.0, "directions": ("latency",), "sim_steps": None, "iterations": 16},
     "obs_augment": {"noise_level": 1.0, "bias_level": 1.0, "sim_steps": None, "iterations": 16},
     "real_finetune": {"episodes": 64, "population": 8, "sigma": 0.05, "learning_rate": 0.02},
 }
@@ -184,7 +185,8 @@ def run_intervention(key: jax.Array, kind: str, params: Mapping[str, Any] | None
             spec = DRSpec.from_levels({"obs_noise": require_finite_nonneg("params.noise_level", p["noise_level"]),
                                        "obs_bias": require_finite_nonneg("params.bias_level", p["bias_level"])},
                                       center=sim_world.params)
-        config = CEMConfig()
+        # DR needs more episodes per candidate than a fixed ξ: rank by 8 shared draws of ξ.
+        config = CEMConfig(population=32, episodes=8, elite=4)
         config = config._replace(iterations=_iterations(p, config, T))
         trained = train_cem(key, sim_world, policy, spec=spec, config=config)
         sim_steps = trained.sim_steps

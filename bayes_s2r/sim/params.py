@@ -21,18 +21,18 @@ import numpy as np
 from bayes_s2r.errors import InputError
 
 __all__ = [
-    "Params",
-    "PARAM_NAMES",
-    "MAX_LATENCY",
     "DIRECTIONS",
+    "MAX_LATENCY",
+    "PARAM_NAMES",
+    "DRSpec",
     "Direction",
+    "Params",
+    "broadcast_params",
     "nominal_params",
     "params_from_mapping",
     "perturb",
-    "broadcast_params",
-    "stack_params",
-    "DRSpec",
     "sample_params",
+    "stack_params",
 ]
 
 #: Largest action latency (control steps) the rollouts can represent (static buffer size).
@@ -210,7 +210,7 @@ class DRSpec(NamedTuple):
         for k, v in normal.items():
             if not isinstance(v, bool):
                 raise InputError(f"dr.normal.{k}", v, "True or False")
-        f32 = lambda x: jnp.asarray(x, dtype=jnp.float32)  # noqa: E731
+        f32 = lambda x: jnp.asarray(x, dtype=jnp.float32)
         return cls(
             Params(*(f32(v) for v in center)),
             Params(*(f32(width.get(k, 0.0)) for k in PARAM_NAMES)),

@@ -23,7 +23,7 @@ from bayes_s2r.sim.params import broadcast_params
 from bayes_s2r.sim.rollout import EpisodeStats, LinearPolicy, _episode_count, simulate_batch
 from bayes_s2r.sim.world import Protocol, World, load_card
 
-__all__ = ["RealRun", "RealTrajectories", "RealRobot"]
+__all__ = ["RealRobot", "RealRun", "RealTrajectories"]
 
 
 class RealRun(NamedTuple):

@@ -27,18 +27,18 @@ from bayes_s2r.sim.params import MAX_LATENCY, DRSpec, Params, broadcast_params, 
 from bayes_s2r.sim.world import ENVS, Protocol, World, _base_system, apply_params
 
 __all__ = [
-    "LinearPolicy",
-    "act",
-    "EpisodeStats",
-    "Trajectory",
-    "TRACE_COUNTS",
     "CHUNK",
-    "sample_init",
-    "simulate_batch",
+    "TRACE_COUNTS",
+    "EpisodeStats",
+    "LinearPolicy",
+    "Trajectory",
+    "act",
+    "policy_id",
     "rollout",
     "rollout_dr",
     "rollout_trajectories",
-    "policy_id",
+    "sample_init",
+    "simulate_batch",
 ]
 
 #: How many times each compiled function's Python body has been traced (a re-trace check).
@@ -174,7 +174,7 @@ CHUNK = 256
 @functools.partial(jax.jit, static_argnames=("env", "protocol"))
 def _chunk_fn(env, protocol, policies, params, q0, qd0, keys, excitation):
     TRACE_COUNTS["rollout"] += 1
-    fn = lambda pol, prm, a, b, k, e: _episode(env, protocol, pol, prm, a, b, k, e)  # noqa: E731
+    fn = lambda pol, prm, a, b, k, e: _episode(env, protocol, pol, prm, a, b, k, e)
     stats, (obs, a, q, qd, alive) = jax.vmap(fn)(policies, params, q0, qd0, keys, excitation)
     return stats, Trajectory(obs, a, q, qd, alive, q0, qd0)
 
@@ -188,7 +188,7 @@ def _run_chunks(env, protocol, policies, params, q0, qd0, keys, excitation, reco
         tree = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]), tree)
     outs = []
     for i in range(0, n + pad, chunk):
-        part = jax.tree.map(lambda x: x[i:i + chunk], tree)
+        part = jax.tree.map(lambda x, i=i: x[i:i + chunk], tree)
         stats, traj = _chunk_fn(env, protocol, *part)
         outs.append((stats, traj) if record else (stats,))
     joined = jax.tree.map(lambda *xs: jnp.concatenate(xs)[:n], *outs)
@@ -293,4 +293,4 @@ def rollout_trajectories(key: jax.Array, world: World, policy: LinearPolicy, epi
     return simulate_batch(key, world, policy, p, excitation=excitation, record=True)
 
 
-from bayes_s2r.sim.world import make_world  # noqa: E402,F401  (doctest namespace)
+from bayes_s2r.sim.world import make_world  # noqa: F401  (doctest namespace)

@@ -20,10 +20,16 @@ import pandas as pd
 from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.records import SensitivityTrial
 from bayes_s2r.sim.params import DIRECTIONS, Params, perturb, stack_params
-from bayes_s2r.sim.rollout import LinearPolicy, _episode_count, policy_id, sample_init, simulate_batch
+from bayes_s2r.sim.rollout import (
+    LinearPolicy,
+    _episode_count,
+    policy_id,
+    sample_init,
+    simulate_batch,
+)
 from bayes_s2r.sim.world import World
 
-__all__ = ["SweepResult", "sensitivity_sweep", "rank_directions"]
+__all__ = ["SweepResult", "rank_directions", "sensitivity_sweep"]
 
 
 class SweepResult(NamedTuple):

@@ -37,7 +37,7 @@ from bayes_s2r.sim.real import RealTrajectories
 from bayes_s2r.sim.rollout import TRACE_COUNTS, LinearPolicy, _episode, policy_id, simulate_batch
 from bayes_s2r.sim.world import World
 
-__all__ = ["SIConfig", "SIResult", "identify", "FITTED"]
+__all__ = ["FITTED", "SIConfig", "SIResult", "identify"]
 
 #: The continuous parameters fitted on a log scale.
 FITTED = ("mass_scale", "damping_scale", "gear_scale")
@@ -166,7 +166,7 @@ def _check_config(config: SIConfig) -> SIConfig:
 
 
 def identify(key: jax.Array, world: World, data: RealTrajectories, policy: LinearPolicy,
-             config: SIConfig = SIConfig()) -> SIResult:
+             config: SIConfig | None = None) -> SIResult:
     """Identify mass, damping and gear scales and the latency from logged real episodes.
 
     Args:
@@ -179,7 +179,7 @@ def identify(key: jax.Array, world: World, data: RealTrajectories, policy: Linea
     Returns:
         `SIResult`; `.record(candidate, trajectories)` gives the `SystemIdRecord`.
     """
-    config = _check_config(config)
+    config = _check_config(config or SIConfig())
     start = time.perf_counter()
     obs, exc, mask, scale = _prepare(data, world)
     k, horizon = obs.shape[0], obs.shape[1]

@@ -31,7 +31,7 @@ from bayes_s2r.sim.params import DRSpec, broadcast_params, sample_params
 from bayes_s2r.sim.rollout import TRACE_COUNTS, LinearPolicy, _run_chunks, sample_init
 from bayes_s2r.sim.world import World, make_world
 
-__all__ = ["ESConfig", "CEMConfig", "TrainResult", "es_loop", "train_es", "train_cem", "save_policy", "load_policy", "nominal_policy"]
+__all__ = ["CEMConfig", "ESConfig", "TrainResult", "es_loop", "load_policy", "nominal_policy", "save_policy", "train_cem", "train_es"]
 
 
 class ESConfig(NamedTuple):
@@ -105,7 +105,7 @@ def _update(stats, eps, theta, opt_state, sigma, population, episodes, horizon, 
     return optax.apply_updates(theta, updates), opt_state, fit.mean()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _adam(learning_rate: float):
     return optax.adam(learning_rate)
 
@@ -139,7 +139,7 @@ def _sim_evaluator(world: World, spec: DRSpec | None, P: int, E: int):
         xi = sample_params(k_xi, spec, E) if spec is not None else broadcast_params(world.params, E)
         q0, qd0 = sample_init(k_init, world, E)
         noise = jax.random.split(k_noise, E)
-        tile = lambda x: jnp.tile(x, (P,) + (1,) * (x.ndim - 1))  # noqa: E731
+        tile = lambda x: jnp.tile(x, (P,) + (1,) * (x.ndim - 1))
         batch = jax.tree.map(tile, (xi, q0, qd0, noise))
         exc = jnp.zeros((P * E, T), jnp.float32)
         return _run_chunks(world.env, world.protocol, LinearPolicy.from_flat(thetas), *batch, exc, False)
@@ -166,13 +166,14 @@ class CEMConfig(NamedTuple):
 
 
 def train_cem(key: jax.Array, world: World, policy: LinearPolicy | None = None, *,
-              spec: DRSpec | None = None, config: CEMConfig = CEMConfig()) -> TrainResult:
+              spec: DRSpec | None = None, config: CEMConfig | None = None) -> TrainResult:
     """(Re)train a linear policy by the cross-entropy method, at ξ or under p_DR `spec`.
 
     CEM moves the search mean straight to the elite mean, so it crosses the narrow basin
     that a large latency leaves far faster than ES's small Adam steps; it is the retraining
     optimizer of the interventions. Returns the elite mean of the last generation.
     """
+    config = config or CEMConfig()
     for f in ("population", "episodes", "elite", "iterations"):
         v = getattr(config, f)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -199,7 +200,7 @@ def train_cem(key: jax.Array, world: World, policy: LinearPolicy | None = None, 
 
 
 def train_es(key: jax.Array, world: World, policy: LinearPolicy | None = None, *,
-             spec: DRSpec | None = None, config: ESConfig = ESConfig()) -> TrainResult:
+             spec: DRSpec | None = None, config: ESConfig | None = None) -> TrainResult:
     """Train (or fine-tune) a linear policy in `world`, at its ξ or under p_DR `spec`.
 
     Every perturbed policy of an iteration meets the same initial states, noise keys and ξ
@@ -223,7 +224,7 @@ def train_es(key: jax.Array, world: World, policy: LinearPolicy | None = None, *
         >>> r.sim_steps
         1600
     """
-    config = _check_config(config)
+    config = _check_config(config or ESConfig())
     start = time.perf_counter()
     theta = (policy or LinearPolicy.zeros(world.obs_size)).flat().astype(jnp.float32)
     P, E, T = config.population, config.episodes, world.protocol.horizon

@@ -35,7 +35,7 @@ from bayes_s2r.errors import InputError
 from bayes_s2r.sim.params import Params, params_from_mapping
 from bayes_s2r.vocab import PolicyInterface
 
-__all__ = ["ENVS", "Protocol", "World", "make_world", "load_card", "list_cards", "apply_params"]
+__all__ = ["ENVS", "Protocol", "World", "apply_params", "list_cards", "load_card", "make_world"]
 
 #: Supported environments: name -> (MJCF file inside brax, physics frames per action, pole link).
 ENVS: dict[str, dict[str, Any]] = {
@@ -79,7 +79,7 @@ class Protocol:
             raise InputError("protocol.fall_limit", self.fall_limit, "below the ±1.57 rad hinge limit")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _base_system(env: str):
     """The Brax system of `env`, loaded once (never mutated)."""
     from brax.io import mjcf

@@ -23,7 +23,8 @@ def test_si_then_retrain_recovers_latency_gap(sim, world, nominal, latency_robot
                                nominal, world, latency_robot, name="si", round=3)
     si = res.info["si"]
     assert si.mean["latency"] == 2.0
-    assert _real_success(sim, latency_robot, res.policy) >= 0.6 > 0.2 > _real_success(sim, latency_robot, nominal)
+    assert _real_success(sim, latency_robot, nominal) <= 0.2
+    assert _real_success(sim, latency_robot, res.policy) >= 0.6
     kinds = [r.KIND for r in res.records]
     assert kinds == ["system_id", "execution_outcome", "realized_cost"]
     assert res.records[1].executions == 4
@@ -54,7 +55,7 @@ def test_real_finetune_touches_the_robot(sim, world, nominal, compiled):
     robot = sim.RealRobot("real_latency")
     res = sim.run_intervention(jax.random.key(3), "real_finetune", {"episodes": 16, "population": 8},
                                nominal, world, robot)
-    ex = [r for r in res.records if r.KIND == "execution_outcome"][0]
+    ex = next(r for r in res.records if r.KIND == "execution_outcome")
     assert ex.executions == 16 == robot.episodes_run
     assert ex.unsafe == robot.unsafe_events > 0
     assert res.cost.real == pytest.approx(robot.hours_used) == pytest.approx(robot.episode_hours(16))

@@ -18,7 +18,7 @@ def dyn_fit(sim, world, nominal, compiled):
 
 
 def test_si_recovers_mass_damping_gear(dyn_fit):
-    robot, data, r = dyn_fit
+    robot, _, r = dyn_fit
     truth = robot.oracle().params
     assert r.method == "gradient"
     assert r.mean["mass_scale"] == pytest.approx(truth.mass_scale, rel=0.10)

@@ -26,7 +26,7 @@ def test_checkpoint_round_trip(sim, nominal, tmp_path):
     pol, meta = sim.load_policy(path)
     np.testing.assert_array_equal(np.asarray(pol.weights), np.asarray(nominal.weights))
     assert meta == {"note": "x"}
-    shipped, meta = sim.load_policy("nominal")
+    _, meta = sim.load_policy("nominal")
     assert meta["env"] == "inverted_pendulum" and meta["sim_steps"] > 0
     with pytest.raises(InputError, match="checkpoint"):
         sim.load_policy("missing")
