@@ -39,6 +39,7 @@ __all__ = [
     "LookaheadArrays",
     "LookaheadResult",
     "binomial_cap",
+    "block_outcomes",
     "bucket_size",
     "chunk_outcomes",
     "draw_outcomes",
@@ -204,7 +205,7 @@ def binomial_cap(problem: Problem) -> int:
 
 
 def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num_outcomes: int,
-               batch: int, use_var: bool, rule, n_cap: int):
+               batch: int, block: int, use_var: bool, rule, n_cap: int):
     _TRACES[0] += 1
     s = arr.dg.shape[0]
     idx, eps_all, u_all = _outcome_plan(rng_key, s, num_outcomes)
@@ -231,7 +232,7 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
     util0 = mu0 + kappa * jnp.sqrt(var0)
     g0_null = jnp.maximum(0.0, jnp.max(jnp.where(arr.feas_now, util0 - arr.cost_now, -jnp.inf)))
 
-    def one(plan):  # one simulated outcome per candidate, from shared random numbers
+    def pre(plan):  # one simulated outcome per candidate, from shared random numbers
         j, eps, u_j = plan
         y = _simulate_one(eps, u_j, arr.theta_obs[:, j], arr.kind, arr.a, arr.b, log_choose)
         coef_a = jnp.where(gauss, y * inv_var, jnp.where(binom, y, 0.0))
@@ -240,13 +241,19 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
         # ll_s − ll_j ≤ ε²/2 (Gaussian) or n·KL(y/n ‖ p_j) (binomial), small for any y drawn
         # from p(·|θ_j); w_j = 1 keeps Σw ≥ 1. The clamp only guards the exponent.
         shift = coef_a * u[:, j] + coef_b * v[:, j]
-        ll = coef_a[:, None] * u + coef_b[:, None] * v - shift[:, None]  # [Mb, S]
+        return y, coef_a, coef_b, shift
+
+    def heavy(coefs):  # the [Mb, S] part: weights, their products with the draws, Σw²
+        coef_a, coef_b, shift = coefs
+        ll = coef_a[:, None] * u + coef_b[:, None] * v - shift[:, None]
         # The barrier keeps w materialised once: without it XLA rewrites w·w as exp(2·ll)
         # and runs a second exponential pass for the ESS.
         w = jax.lax.optimization_barrier(jnp.exp(jnp.minimum(ll, 60.0)))
-        raw = w @ rhs
+        return w @ rhs, (w * w).sum(1)
+
+    def post(y, raw, sw2):  # [Mb]-sized work: updated beliefs, next state, G0(s^{m,Y})
         sw = raw[:, -1]
-        ess = sw**2 / (w * w).sum(1)
+        ess = sw**2 / sw2
         mom = raw[:, :-1] / sw[:, None]
         mean_is = mu0 + mom[:, :ncol]
         var_is = jnp.maximum(mom[:, ncol:] - mom[:, :ncol] ** 2, 0.0) if use_var else 0.0
@@ -271,13 +278,20 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
         g = jnp.maximum(0.0, val.max(axis=1))
         return g, ess, collapsed.astype(jnp.float32)
 
-    g, ess, collapsed = jax.lax.map(one, (idx, eps_all, u_all), batch_size=batch)  # each [K, Mb]
+    def run_block(plan):  # `block` outcomes: small work vectorized, heavy work in cache-sized chunks
+        y, coef_a, coef_b, shift = jax.vmap(pre)(plan)
+        raw, sw2 = jax.lax.map(heavy, (coef_a, coef_b, shift), batch_size=batch)
+        return jax.vmap(post)(y, raw, sw2)
+
+    plan = tuple(x.reshape(num_outcomes // block, block) for x in (idx, eps_all, u_all))
+    g, ess, collapsed = (x.reshape(num_outcomes, -1) for x in jax.lax.map(run_block, plan))  # [K, Mb]
     cvu = g.mean(0) - g0_null
     se = g.std(0, ddof=1) / math.sqrt(num_outcomes)
     return cvu, se, ess.mean(0), ess.min(0), collapsed.mean(0), g0_null
 
 
-_lookahead_jit = jax.jit(_lookahead, static_argnames=("num_outcomes", "batch", "use_var", "rule", "n_cap"))
+_lookahead_jit = jax.jit(
+    _lookahead, static_argnames=("num_outcomes", "batch", "block", "use_var", "rule", "n_cap"))
 
 
 def chunk_outcomes(num_outcomes: int, mb: int, s: int, chunk_bytes: int) -> int:
@@ -285,6 +299,14 @@ def chunk_outcomes(num_outcomes: int, mb: int, s: int, chunk_bytes: int) -> int:
     `chunk_bytes` (a divisor, so `lax.map` compiles no second body for a remainder)."""
     cap = int(max(1, min(num_outcomes, chunk_bytes // max(1, mb * s * 4))))
     return max(d for d in range(1, cap + 1) if num_outcomes % d == 0)
+
+
+def block_outcomes(num_outcomes: int, batch: int, target: int = 64) -> int:
+    """Outcomes per block of vectorized small work: a multiple of `batch` dividing K,
+    at most max(batch, target)."""
+    q = num_outcomes // batch
+    best = max(d for d in range(1, q + 1) if q % d == 0 and batch * d <= max(batch, target))
+    return batch * best
 
 
 def lookahead(problem: Problem, config: DecideConfig, rule, arrays: LookaheadArrays | None = None
@@ -301,7 +323,8 @@ def lookahead(problem: Problem, config: DecideConfig, rule, arrays: LookaheadArr
     out = _lookahead_jit(
         jax.random.key(config.seed), arr, jnp.float32(problem.j_now), jnp.float32(config.collapse_ess),
         jnp.float32(utility_constant(config.utility, config.utility_level)),
-        num_outcomes=config.cvu_samples, batch=batch, use_var=use_var, rule=rule,
+        num_outcomes=config.cvu_samples, batch=batch, block=block_outcomes(config.cvu_samples, batch),
+        use_var=use_var, rule=rule,
         n_cap=binomial_cap(problem),
     )
     cvu, se, ess, ess_min, col, g0 = (np.asarray(x, dtype=np.float64) for x in out)
