@@ -6,6 +6,8 @@ from bayes_s2r.belief.outcomes import (
     NoOutcome,
     outcome_from_mapping,
 )
+from bayes_s2r.belief.data import prepare_gains
+from bayes_s2r.belief.fit import fit_gains
 from bayes_s2r.belief.posterior import GainBelief
 from bayes_s2r.belief.risk import (
     DeploymentRisk,
@@ -15,6 +17,7 @@ from bayes_s2r.belief.risk import (
     fit_deploy_risk,
     fit_exec_risk,
 )
+from bayes_s2r.models.gains import GainPrior
 from bayes_s2r.belief.sensitivity import (
     SensitivityBelief,
     SensitivityData,
@@ -27,6 +30,9 @@ __all__ = [
     "GaussianOutcome",
     "NoOutcome",
     "GainBelief",
+    "GainPrior",
+    "fit_gains",
+    "prepare_gains",
     "outcome_from_mapping",
     "DeploymentRisk",
     "RiskBelief",
