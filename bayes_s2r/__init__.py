@@ -6,7 +6,8 @@ the subpackages that pull in JAX, NumPyro and ArviZ are imported on first use, s
 """
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 
 from bayes_s2r.errors import InputError
 from bayes_s2r.vocab import (

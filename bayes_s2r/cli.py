@@ -215,6 +215,7 @@ def ledger_export(
 
 def main() -> None:
     """Entry point of the `bayes-s2r` script."""
+    import bayes_s2r.cli_campaign
     import bayes_s2r.cli_decide  # noqa: F401  (registers fit, decide, report)
 
     app()

@@ -16,7 +16,7 @@ from bayes_s2r.cli import _console, app
 from bayes_s2r.errors import InputError
 from bayes_s2r.vocab import RESOURCES, Budget, ResourceWeights
 
-__all__ = ["parse_resources", "fit_command", "decide_command", "report_command"]
+__all__ = ["decide_command", "fit_command", "parse_resources", "report_command"]
 
 
 def parse_resources(text: str, field: str, *, allowed=RESOURCES) -> dict[str, float]:

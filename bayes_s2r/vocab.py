@@ -16,14 +16,14 @@ import numpy as np
 from bayes_s2r.errors import InputError, require_finite_nonneg
 
 __all__ = [
+    "LENSES",
     "RESOURCES",
     "ROLES",
-    "LENSES",
-    "Cost",
     "Budget",
-    "ResourceWeights",
     "Candidate",
+    "Cost",
     "PolicyInterface",
+    "ResourceWeights",
     "check_shared_interface",
     "validate_candidates",
 ]

@@ -1,13 +1,13 @@
 """Belief state q_t: posteriors over gains, sensitivities and risks, and outcome models."""
 
+from bayes_s2r.belief.data import prepare_gains
+from bayes_s2r.belief.fit import fit_gains
 from bayes_s2r.belief.outcomes import (
     BinomialPairedOutcome,
     GaussianOutcome,
     NoOutcome,
     outcome_from_mapping,
 )
-from bayes_s2r.belief.data import prepare_gains
-from bayes_s2r.belief.fit import fit_gains
 from bayes_s2r.belief.posterior import GainBelief
 from bayes_s2r.belief.risk import (
     DeploymentRisk,
@@ -17,31 +17,31 @@ from bayes_s2r.belief.risk import (
     fit_deploy_risk,
     fit_exec_risk,
 )
-from bayes_s2r.models.gains import GainPrior
 from bayes_s2r.belief.sensitivity import (
     SensitivityBelief,
     SensitivityData,
     fit_sensitivity,
     prepare_sensitivity,
 )
+from bayes_s2r.models.gains import GainPrior
 
 __all__ = [
     "BinomialPairedOutcome",
-    "GaussianOutcome",
-    "NoOutcome",
+    "DeploymentRisk",
     "GainBelief",
     "GainPrior",
-    "fit_gains",
-    "prepare_gains",
-    "outcome_from_mapping",
-    "DeploymentRisk",
+    "GaussianOutcome",
+    "NoOutcome",
     "RiskBelief",
     "RiskPrior",
+    "SensitivityBelief",
+    "SensitivityData",
     "clopper_pearson_ucb",
     "fit_deploy_risk",
     "fit_exec_risk",
-    "SensitivityBelief",
-    "SensitivityData",
+    "fit_gains",
     "fit_sensitivity",
+    "outcome_from_mapping",
+    "prepare_gains",
     "prepare_sensitivity",
 ]

@@ -17,11 +17,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayes_s2r.errors import InputError
-from bayes_s2r.evidence.records import DeploymentEval, PairedEval, PairedReturns, Record, SensitivityTrial
+from bayes_s2r.evidence.records import (
+    DeploymentEval,
+    PairedEval,
+    PairedReturns,
+    Record,
+    SensitivityTrial,
+)
 from bayes_s2r.models.gains import GainData, GainPrior, GainSpec
 from bayes_s2r.vocab import Candidate, validate_candidates
 
-__all__ = ["PreparedGains", "prepare_gains", "iter_records", "sensitivity_impl"]
+__all__ = ["PreparedGains", "iter_records", "prepare_gains", "sensitivity_impl"]
 
 NO_METHOD = "(none)"
 

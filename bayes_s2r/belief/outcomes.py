@@ -21,13 +21,13 @@ from jax.scipy import stats
 from bayes_s2r.errors import InputError
 
 __all__ = [
+    "OUTCOME_KINDS",
     "BinomialPairedOutcome",
     "GaussianOutcome",
     "NoOutcome",
-    "OUTCOME_KINDS",
+    "log_likelihood_params",
     "outcome_from_mapping",
     "simulate_params",
-    "log_likelihood_params",
 ]
 
 _EPS = 1e-6

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -17,7 +16,7 @@ with warnings.catch_warnings():  # arviz 0.23 announces its 1.0 refactor on impo
     warnings.simplefilter("ignore", FutureWarning)
     import arviz as az
 
-__all__ = ["GainBelief", "DIAGNOSTIC_THRESHOLDS", "diagnose_draws"]
+__all__ = ["DIAGNOSTIC_THRESHOLDS", "GainBelief", "diagnose_draws"]
 
 # A belief is ok when every check passes; the thresholds follow current practice
 # (Vehtari et al. 2021: R-hat <= 1.01 and bulk/tail ESS >= 100 per chain-ish).

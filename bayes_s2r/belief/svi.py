@@ -14,7 +14,6 @@ import functools
 from collections import OrderedDict
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 from jax import lax
@@ -28,7 +27,7 @@ from bayes_s2r.belief.posterior import GainBelief
 from bayes_s2r.errors import InputError
 from bayes_s2r.models.gains import gains_model
 
-__all__ = ["fit_svi", "svi_runner", "elbo_converged", "GUIDES", "TRACE_COUNT"]
+__all__ = ["GUIDES", "TRACE_COUNT", "elbo_converged", "fit_svi", "svi_runner"]
 
 GUIDES = ("lowrank", "normal")
 _CACHE: OrderedDict = OrderedDict()

@@ -25,7 +25,7 @@ from bayes_s2r.evidence.records import (
 )
 from bayes_s2r.vocab import Candidate, Cost
 
-__all__ = ["Execution", "Executor", "SyntheticWorld", "SyntheticExecutor"]
+__all__ = ["Execution", "Executor", "SyntheticExecutor", "SyntheticWorld"]
 
 
 class Execution(NamedTuple):

@@ -22,7 +22,7 @@ from bayes_s2r.evidence.ledger import Ledger
 from bayes_s2r.evidence.records import DecisionRecord, PairedEval, RealizedCost
 from bayes_s2r.vocab import validate_candidates
 
-__all__ = ["RoundReport", "start_campaign", "run_round", "run_campaign", "resume_campaign"]
+__all__ = ["RoundReport", "resume_campaign", "run_campaign", "run_round", "start_campaign"]
 
 _EXECUTOR_PREFIX = "executor."
 

@@ -18,7 +18,7 @@ from bayes_s2r.evidence.ledger import Ledger
 from bayes_s2r.evidence.records import DecisionRecord, RealizedCost
 from bayes_s2r.vocab import Budget, Candidate, Cost, validate_candidates
 
-__all__ = ["CampaignState", "RoundSummary", "load_state", "init_campaign", "META_KEYS"]
+__all__ = ["META_KEYS", "CampaignState", "RoundSummary", "init_campaign", "load_state"]
 
 META_KEYS = {
     "config": "campaign.config",

@@ -32,13 +32,13 @@ from bayes_s2r.evidence.records import RECORD_TYPES, Record, record_from_dict
 from bayes_s2r.vocab import Candidate, Cost, validate_candidates
 
 __all__ = [
+    "candidate_to_mapping",
+    "dump_candidates",
+    "load_candidates",
     "read_csv",
     "read_json",
     "write_csv",
     "write_json",
-    "load_candidates",
-    "dump_candidates",
-    "candidate_to_mapping",
 ]
 
 

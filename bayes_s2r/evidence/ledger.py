@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.records import RECORD_TYPES, Record, record_from_dict
 
-__all__ = ["Ledger", "ImportResult", "MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "ImportResult", "Ledger", "migrate"]
 
 
 class Migration(NamedTuple):

@@ -18,16 +18,16 @@ from typing import Any, ClassVar
 from bayes_s2r.errors import InputError
 
 __all__ = [
-    "Record",
+    "RECORD_TYPES",
+    "DecisionRecord",
+    "DeploymentEval",
+    "ExecutionOutcome",
     "PairedEval",
     "PairedReturns",
-    "SensitivityTrial",
-    "ExecutionOutcome",
-    "DeploymentEval",
     "RealizedCost",
+    "Record",
+    "SensitivityTrial",
     "SystemIdRecord",
-    "DecisionRecord",
-    "RECORD_TYPES",
     "record_from_dict",
 ]
 
@@ -173,7 +173,7 @@ class Record:
             clean = _PARSERS[kind](f"{self.KIND}.{name}", getattr(self, name), coerce)
             object.__setattr__(self, name, clean)
         self._check()
-        ident = getattr(self, "id")
+        ident = self.id
         if ident is None or (coerce and ident == ""):
             object.__setattr__(self, "id", self.content_hash())
         else:

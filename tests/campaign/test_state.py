@@ -1,11 +1,10 @@
 """Campaign configuration and the ledger-derived state (no fitting involved)."""
 
 import pytest
+from campaign_fixtures import synthetic_candidates, synthetic_config
 
 import bayes_s2r as bs
 from bayes_s2r.campaign.state import init_campaign, load_state
-
-from campaign_fixtures import synthetic_candidates, synthetic_config
 
 
 def test_config_round_trips_through_a_dict():

@@ -17,7 +17,7 @@ import bayes_s2r.distributed.rollouts
                                     bayes_s2r.distributed.rollouts], ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     with contextlib.redirect_stdout(io.StringIO()):  # Brax prints optional-backend notices once
-        import brax.generalized.pipeline  # noqa: F401
+        import brax.generalized.pipeline
         import brax.io.mjcf  # noqa: F401
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0

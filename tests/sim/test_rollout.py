@@ -52,7 +52,8 @@ def test_one_compile_per_shape(sim, world, nominal, compiled):
         jax.block_until_ready(sim.rollout(jax.random.key(i), world.with_params(**xi), nominal, n))
     spec = sim.DRSpec.from_levels({"latency": 1.0, "mass": 1.0})
     jax.block_until_ready(sim.rollout_dr(jax.random.key(9), world, nominal, spec, 40))
-    assert sim.TRACE_COUNTS["rollout"] == before == compiled["rollout"] == 1
+    # other tests may have compiled other chunk shapes first; these calls add no new trace
+    assert sim.TRACE_COUNTS["rollout"] == before >= compiled["rollout"] >= 1
 
 
 def test_dr_rollout_resamples_per_episode(sim, world, nominal, compiled):
