@@ -13,13 +13,12 @@ ratio, and the compile time of the first call.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import time
 
 import jax
 import numpy as np
+
+import common
 
 
 def _mujoco_loop(policy, n_envs: int, steps: int, n_frames: int, init_scale: float, seed: int) -> float:
@@ -78,9 +77,7 @@ def run(envs: list[int], steps: int, chunk: int | None, repeats: int, mujoco_env
                      "mujoco_loop_envs": m, "ratio": round(sps / mj, 3),
                      "compile_s": round(max(t_first - run_s, 0.0), 2),
                      "success_rate": float(np.mean(np.asarray(out.success)))})
-    machine = {"cores": os.cpu_count(), "jax_backend": jax.default_backend(), "platform": platform.platform(),
-               "python": platform.python_version(), "jax": jax.__version__, "brax": brax.__version__,
-               "mujoco": mujoco.__version__}
+    machine = common.machine()
     settings = {"env": world.env, "backend": "generalized", "steps": steps, "chunk": chunk, "repeats": repeats,
                 "mujoco_envs": mujoco_envs, "seed": seed, "dr": "mass, damping, gear at level 1, latency 0..1",
                 "policy": "shipped nominal linear policy"}
@@ -98,12 +95,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     result = run(args.envs, args.steps, args.chunk, args.repeats, args.mujoco_envs, args.seed)
-    text = json.dumps(result)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
-    return result
+    return common.emit(result, args.out)
 
 
 if __name__ == "__main__":
