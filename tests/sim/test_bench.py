@@ -16,7 +16,8 @@ def test_bench_rollouts_smoke(tmp_path, compiled, world):
                          "--repeats", "1", "--mujoco-envs", "2", "--out", str(out)])
     assert json.loads(out.read_text()) == result
     assert result["benchmark"] == "rollouts"
-    assert {"cores", "jax_backend", "jax", "brax", "mujoco"} <= set(result["machine"])
+    assert {"cores", "backend", "versions"} <= set(result["machine"])
+    assert {"jax", "brax", "mujoco"} <= set(result["machine"]["versions"])
     (row,) = result["results"]
     assert row["envs"] == 8
     assert row["steps_per_s"] > 0 and row["mujoco_loop_steps_per_s"] > 0 and row["ratio"] > 0
