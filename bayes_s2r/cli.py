@@ -46,6 +46,23 @@ ledger_app = typer.Typer(
 app.add_typer(ledger_app, name="ledger")
 
 
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    devices: Annotated[int | None, typer.Option(
+        "--devices", envvar="BAYES_S2R_DEVICES", min=1,
+        help="Devices to split rollouts, look-ahead draws and MCMC chains over. On a CPU "
+             "this many host devices are made (they share the cores).")] = None,
+) -> None:
+    """Where should the next unit of sim-to-real budget go?"""
+    if devices is None:
+        return
+    from bayes_s2r.distributed.devices import configure_host_devices, use_devices
+
+    configure_host_devices(devices)
+    ctx.with_resource(use_devices(devices))
+
+
 def _console():
     from rich.console import Console
 

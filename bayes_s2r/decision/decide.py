@@ -23,11 +23,22 @@ __all__ = ["decide"]
 _EXTRA_OPTIONS = ("utility_level", "collapse_ess", "bucket", "chunk_bytes", "objectives", "objective_tol", "multi")
 
 
+def _lookahead_on(devices: Any, prob, cfg, rule):
+    from bayes_s2r.distributed.devices import active_mesh
+
+    if devices is None and active_mesh() is None:
+        return lookahead(prob, cfg, rule)
+    from bayes_s2r.distributed.lookahead import sharded_lookahead
+
+    return sharded_lookahead(prob, cfg, rule, devices=devices)
+
+
 def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk: Any = None,
            alpha_exec: float = 0.05, delta: float = 0.05, beta: float = 1.0, cvu_samples: int = 1024,
            terminal: bool = False, seed: int = 0, reference: Budget | None = None,
            current_J: float | None = None, done: Iterable[str] = (), utility: str = "mean",
-           allow_bad_belief: bool = False, transition=None, **options: Any) -> Decision:
+           allow_bad_belief: bool = False, transition=None, devices: Any = None,
+           **options: Any) -> Decision:
     """Score every candidate and pick m_t* = argmax over the feasible set of Q = U0 + β·CVU.
 
     Args:
@@ -50,6 +61,10 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
         utility: decision functional: "mean", "lcb" or "cvar" (see `config`).
         allow_bad_belief: accept a belief whose diagnostics are not ok.
         transition: rule for the gains after an adaptation; default `HeadroomTransition()`.
+        devices: split the look-ahead's posterior draws over devices (an int, a list of jax
+            devices or a one-axis Mesh; see `bayes_s2r.distributed`). None runs on one
+            device unless an enclosing `use_devices(...)` block sets a mesh. The answer
+            equals the one-device answer up to the order of floating-point sums.
         **options: further `DecideConfig` fields: utility_level, collapse_ess, bucket,
             chunk_bytes, objectives, objective_tol, multi.
 
@@ -79,7 +94,7 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
     prob = build_problem(split.primary, cands, budget, weights, risk=risk, config=cfg,
                          reference=reference, current_J=current_J, done=done)
     sec = secondary_gains(split, cands, cfg)
-    la = lookahead(prob, cfg, rule)
+    la = _lookahead_on(devices, prob, cfg, rule)
 
     meaningless = ~prob.affordable | prob.done  # no next state to speak of
     cvu = np.where(meaningless, np.nan, la.cvu)

@@ -14,6 +14,7 @@
 from bayes_s2r.distributed.devices import (
     BATCH_AXIS,
     DeviceInfo,
+    active_mesh,
     batch_mesh,
     chain_method_for,
     configure_host_devices,
@@ -48,6 +49,7 @@ __all__ = [
     "CPU_COLLECTIVES",
     "DeviceInfo",
     "Placed",
+    "active_mesh",
     "batch_length",
     "batch_mesh",
     "chain_method_for",

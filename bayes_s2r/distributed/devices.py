@@ -28,6 +28,7 @@ from bayes_s2r.errors import InputError
 __all__ = [
     "BATCH_AXIS",
     "DeviceInfo",
+    "active_mesh",
     "batch_mesh",
     "chain_method_for",
     "configure_host_devices",
@@ -177,6 +178,16 @@ def batch_mesh(devices: Any = None):
             raise InputError("devices", devices, "distinct devices")
         return _mesh_of(devices)
     raise InputError("devices", devices, "None, a whole number of devices, a list of jax devices or a Mesh")
+
+
+def active_mesh():
+    """The mesh of the enclosing `use_devices(...)` block, or None outside any.
+
+    Example:
+        >>> active_mesh() is None
+        True
+    """
+    return _CURRENT.get()
 
 
 @contextlib.contextmanager

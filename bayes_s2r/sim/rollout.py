@@ -236,9 +236,29 @@ def simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: P
         record: also return the `Trajectory`.
         chunk: episodes per compiled call (default `CHUNK`; another value compiles once more).
 
+    Inside a `bayes_s2r.distributed.use_devices(...)` block with more than one device, the
+    batch is split over the block's devices (`sharded_simulate_batch`); the episodes and
+    their results are the same.
+
     Returns:
         `EpisodeStats` (and a `Trajectory` when `record`).
     """
+    from bayes_s2r.distributed.devices import active_mesh
+
+    mesh = active_mesh()
+    if mesh is not None and mesh.size > 1 and chunk is None:
+        from bayes_s2r.distributed.rollouts import sharded_simulate_batch
+
+        return sharded_simulate_batch(key, world, policy, params, init=init, excitation=excitation,
+                                      record=record, devices=mesh)
+    return simulate_local(key, world, policy, params, init=init, excitation=excitation, record=record,
+                          chunk=chunk)
+
+
+def simulate_local(key: jax.Array, world: World, policy: LinearPolicy, params: Params,
+                   *, init: tuple | None = None, excitation=None, record: bool = False,
+                   chunk: int | None = None):
+    """`simulate_batch` on the default device, whatever mesh is active."""
     n = int(np.shape(params.mass_scale)[0])
     k_init, k_noise = jax.random.split(key)
     q0, qd0 = init if init is not None else sample_init(k_init, world, n)
