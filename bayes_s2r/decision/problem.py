@@ -169,6 +169,16 @@ def _observation(c: Candidate, by_name: dict[str, Candidate], col: dict[str, int
     return col[target], sign, int(kind), float(a), float(b)
 
 
+def _priced(lam: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """λ·ΔC summed over resources, a resource not used costing 0 even at an infinite price.
+
+    Scarcity pricing makes λ infinite for an exhausted resource; a candidate that needs none
+    of it is still priced by the others (0·∞ would be NaN).
+    """
+    with np.errstate(invalid="ignore"):
+        return np.where(cost > 0, lam * cost, 0.0).sum(-1)
+
+
 def build_problem(belief: GainBelief, candidates, budget: Budget, weights: ResourceWeights, *,
                   risk: Any, config: DecideConfig, reference: Budget | None,
                   current_J: float | None, done: Iterable[str]) -> Problem:
@@ -198,7 +208,7 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
 
     cost = np.stack([c.cost.as_array() for c in cands])
     lam = np.asarray(weights.at(budget, reference), dtype=np.float64)
-    c_lambda = cost @ lam
+    c_lambda = _priced(lam, cost)
     u0 = gain - c_lambda
     mv = np.full(m, math.nan)
     mv_reason = []
@@ -247,7 +257,7 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
         feas_next[i] = safe & ~done_arr & covers
         if not c.repeatable:
             feas_next[i, i] = False
-    cost_next = lam_next @ cost.T
+    cost_next = _priced(lam_next[:, None, :], cost[None, :, :])
 
     return Problem(
         names=tuple(c.name for c in cands), roles=tuple(c.role for c in cands), mu=mu, sd=sd,

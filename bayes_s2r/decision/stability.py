@@ -86,8 +86,9 @@ def weight_robustness(best: int | None, q: np.ndarray, cost: np.ndarray, lam: np
     rows = []
     idx = np.flatnonzero(feasible)
     for r, res in enumerate(RESOURCES):
-        base = q + lam[r] * cost[:, r]  # Q(λ_r) = base − λ_r·ΔC_r
         d = cost[:, r]
+        with np.errstate(invalid="ignore"):  # an exhausted resource has λ_r = ∞; unused, it costs 0
+            base = q + np.where(d > 0, lam[r] * d, 0.0)  # Q(λ_r) = base − λ_r·ΔC_r
         if best is None:
             # stop stays: base_c − λ d_c ≤ 0  ⇔  d_c·λ ≥ base_c
             lo, hi = _interval(d[idx], base[idx])

@@ -116,3 +116,19 @@ def test_same_seed_same_answer_and_seed_matters(toy):
     c = bs.decide(belief, cands, budget, weights, cvu_samples=32, seed=4)
     np.testing.assert_array_equal(a.table["CVU"], b.table["CVU"])
     assert not np.array_equal(a.table["CVU"].to_numpy(), c.table["CVU"].to_numpy())
+
+
+def test_exhausted_resource_prices_only_the_candidates_that_need_it():
+    # scarcity pricing makes λ_real infinite at real = 0; a sim-only candidate is unaffected
+    belief = bs.GainBelief.from_gaussian(["dr", "ft"], [0.1, 0.2], [0.05, 0.05], num_draws=1000)
+    cands = [bs.Candidate("dr", "adaptation", "data", cost=bs.Cost(compute=0.2)),
+             bs.Candidate("ft", "adaptation", "optimization", cost=bs.Cost(real=1.0))]
+    weights, ref = bs.ResourceWeights(scarcity=1.0), bs.Budget(real=4, compute=10, eng=10)
+    for real in (0.0, 1.0):  # exhausted now, or exhausted by running ft (in the look-ahead)
+        d = bs.decide(belief, cands, bs.Budget(real=real, compute=5, eng=5), weights, reference=ref,
+                      cvu_samples=32)
+        assert d.best == "dr"
+        assert np.isfinite(d.table.loc["dr", ["U0", "CVU", "Q"]].astype(float)).all()
+        assert np.isfinite(d.weight_robustness["low"]).all()
+    lam_compute = weights.at(bs.Budget(real=1.0, compute=5, eng=5), ref)[1]
+    assert d.table.loc["dr", "U0"] == pytest.approx(belief.mean()["dr"] - 0.2 * lam_compute)
