@@ -17,12 +17,13 @@ import jax
 from bayes_s2r.campaign.config import CampaignConfig
 from bayes_s2r.campaign.executor import Execution, Executor
 from bayes_s2r.campaign.state import META_KEYS, CampaignState, init_campaign, load_state
+from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.io import candidate_to_mapping
 from bayes_s2r.evidence.ledger import Ledger
 from bayes_s2r.evidence.records import DecisionRecord, PairedEval, RealizedCost
 from bayes_s2r.vocab import validate_candidates
 
-__all__ = ["RoundReport", "resume_campaign", "run_campaign", "run_round", "start_campaign"]
+__all__ = ["RoundReport", "executor_memory", "resume_campaign", "run_campaign", "run_round", "start_campaign"]
 
 _EXECUTOR_PREFIX = "executor."
 
@@ -32,7 +33,8 @@ class RoundReport(NamedTuple):
 
     Attributes:
         state: the state after the round.
-        decision: the `Decision` of the round (None for a round-limit stop).
+        decision: the `Decision` of the round (None for a round-limit stop); under a
+            chooser that does not call `decide`, its `Choice` (same best/stop_reason/table).
         execution: what the executor returned (None at a stop).
         adopted: whether an adaptation's policy became the deployed one.
         deployment: the deployment check at a stop (a dict), else None.
@@ -57,7 +59,8 @@ def _jsonable(value):
     return value
 
 
-def _memory(ledger: Ledger) -> dict[str, Any]:
+def executor_memory(ledger: Ledger) -> dict[str, Any]:
+    """The executor state persisted in the ledger (what `Executor` calls receive as `memory`)."""
     return {k[len(_EXECUTOR_PREFIX):]: v for k, v in ledger.meta().items() if k.startswith(_EXECUTOR_PREFIX)}
 
 
@@ -72,7 +75,8 @@ def _round_seed(config: CampaignConfig, t: int) -> int:
     return config.seed * 10_007 + t
 
 
-def _decision_record(decision, t: int, seed: int, state: CampaignState, belief) -> DecisionRecord:
+def _decision_record(decision, t: int, seed: int, state: CampaignState, belief, rule: str | None = None
+                     ) -> DecisionRecord:
     from bayes_s2r import __version__
 
     table = decision.table.reset_index().rename(columns={"index": "name", "candidate": "name"})
@@ -89,6 +93,8 @@ def _decision_record(decision, t: int, seed: int, state: CampaignState, belief) 
         "utility": decision.utility,
         "policy": state.policy,
     }
+    if rule is not None:
+        extra["rule"] = rule
     return DecisionRecord(round=t, chosen=decision.best, stop_reason=decision.stop_reason,
                           table=rows, seed=seed, version=__version__, extra=extra)
 
@@ -100,7 +106,7 @@ def _finish(ledger: Ledger, executor: Executor, state: CampaignState, key, reaso
 
     cfg, t = state.config, state.round
     evaluation = executor.evaluate_deployment(key, round=t, policy=state.policy,
-                                              episodes=cfg.deploy_episodes, memory=_memory(ledger))
+                                              episodes=cfg.deploy_episodes, memory=executor_memory(ledger))
     risk = fit_deploy_risk([evaluation], state.policy)
     ucb = float(risk.ucb(cfg.delta))
     deployment = {
@@ -137,10 +143,16 @@ def fit_round_belief(evidence, state: CampaignState, seed: int):
     return belief, risk
 
 
-def run_round(ledger: Ledger, executor: Executor) -> RoundReport:
-    """Run the next round of the campaign in `ledger` and commit it."""
-    from bayes_s2r.decision import decide
+def run_round(ledger: Ledger, executor: Executor, *, chooser=None) -> RoundReport:
+    """Run the next round of the campaign in `ledger` and commit it.
 
+    Args:
+        ledger: the campaign's ledger.
+        executor: runs the chosen candidate.
+        chooser: the decision rule, `chooser(state, ledger, seed=...) -> Choice` (see
+            `bayes_s2r.campaign.strategies`); None runs the toolkit's rule, `decide` with the
+            campaign's settings.
+    """
     state = load_state(ledger)
     if state.status == "stopped":
         return RoundReport(state, None, None, False, ledger.get_meta(META_KEYS["deployment"]))
@@ -151,21 +163,23 @@ def run_round(ledger: Ledger, executor: Executor) -> RoundReport:
         return RoundReport(load_state(ledger), None, None, False, deployment)
 
     seed = _round_seed(cfg, t)
-    belief, risk = fit_round_belief(ledger.records(), state, seed)
-    decision = decide(
-        belief, state.candidates, state.budget, cfg.weights, risk=risk, alpha_exec=cfg.alpha_exec,
-        delta=cfg.delta, beta=cfg.beta, cvu_samples=cfg.cvu_samples,
-        terminal=(t == cfg.max_rounds - 1), seed=seed, reference=cfg.budget,
-        current_J=state.current_J, done=state.done, utility=cfg.utility,
-        allow_bad_belief=cfg.allow_bad_belief,
-    )
-    record = _decision_record(decision, t, seed, state, belief)
+    if chooser is None:
+        decision, belief, rule = *_toolkit_decision(ledger, state, seed), None
+    else:
+        choice = chooser(state, ledger, seed=seed)
+        same = choice.decision is not None and (choice.best, choice.stop_reason) == (
+            choice.decision.best, choice.decision.stop_reason)
+        decision = choice.decision if same else choice  # report what was actually chosen
+        belief, rule = choice.belief, choice.rule
+        if choice.best is not None and choice.best not in {c.name for c in state.candidates}:
+            raise InputError("chooser.best", choice.best, "the name of a candidate of the campaign")
+    record = _decision_record(decision, t, seed, state, belief, rule)
     if decision.best is None:
         deployment = _finish(ledger, executor, state, k_deploy, decision.stop_reason, record)
         return RoundReport(load_state(ledger), decision, None, False, deployment)
 
     candidate = next(c for c in state.candidates if c.name == decision.best)
-    execution = executor.execute(k_exec, candidate, round=t, policy=state.policy, memory=_memory(ledger))
+    execution = executor.execute(k_exec, candidate, round=t, policy=state.policy, memory=executor_memory(ledger))
     adopted, policy, current_J = False, state.policy, state.current_J
     for rec in execution.records:
         if isinstance(rec, PairedEval) and rec.round == t and rec.policy in (None, state.policy):
@@ -197,11 +211,29 @@ def run_round(ledger: Ledger, executor: Executor) -> RoundReport:
     return RoundReport(new_state, decision, execution, adopted, None)
 
 
+def _toolkit_decision(ledger: Ledger, state: CampaignState, seed: int):
+    from bayes_s2r.decision import decide
+
+    cfg, t = state.config, state.round
+    belief, risk = fit_round_belief(ledger.records(), state, seed)
+    decision = decide(
+        belief, state.candidates, state.budget, cfg.weights, risk=risk, alpha_exec=cfg.alpha_exec,
+        delta=cfg.delta, beta=cfg.beta, cvu_samples=cfg.cvu_samples,
+        terminal=(t == cfg.max_rounds - 1), seed=seed, reference=cfg.budget,
+        current_J=state.current_J, done=state.done, utility=cfg.utility,
+        allow_bad_belief=cfg.allow_bad_belief,
+    )
+    return decision, belief
+
+
 def run_campaign(ledger: Ledger, executor: Executor, *,
-                 on_round: Callable[[RoundReport], None] | None = None) -> CampaignState:
-    """Run rounds until the campaign stops; `on_round` sees every round's report."""
+                 on_round: Callable[[RoundReport], None] | None = None, chooser=None) -> CampaignState:
+    """Run rounds until the campaign stops; `on_round` sees every round's report.
+
+    `chooser` is the decision rule of every round (default: the toolkit's, see `run_round`).
+    """
     while True:
-        report = run_round(ledger, executor)
+        report = run_round(ledger, executor, chooser=chooser)
         if on_round is not None:
             on_round(report)
         if report.state.status == "stopped":

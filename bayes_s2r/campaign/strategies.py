@@ -1,0 +1,316 @@
+"""Choosers: the rule that picks a round's candidate, the toolkit's and the usual alternatives.
+
+A chooser is a callable `chooser(state, ledger, *, seed) -> Choice`. The campaign loop
+(`run_round(..., chooser=...)`) runs whichever it is handed and records its choice the same
+way, so strategies can be compared on equal terms: same candidates, same budget, same
+executor, same adoption rule (a policy is adopted only when its paired evaluation does not
+show a regression).
+
+| id            | rule                                                                        |
+| ------------- | --------------------------------------------------------------------------- |
+| `q_cvu`       | the toolkit: argmax Q = U0 + β·CVU (Monte-Carlo look-ahead), economic stop  |
+| `q_beta0`     | the same with β = 0 (myopic U0)                                              |
+| `mv_greedy`   | argmax MV = μ/C_λ over the feasible set; stops when the best MV ≤ 1         |
+| `thompson`    | one posterior draw θ; argmax θ_m − C_λ(m); stops when that is ≤ 0           |
+| `dr_only`     | fixed recipe: DR, repeated                                                   |
+| `si_then_dr`  | fixed recipe: SI once, then DR repeated                                      |
+| `dr_then_ft`  | fixed recipe: DR once, then real fine-tuning repeated                        |
+| `round_robin` | cycles over the methods of the candidate set                                 |
+| `oracle`      | knows each candidate's true gain in the current state; argmax true ΔJ − C_λ |
+
+The belief-based rules (`q_cvu`, `q_beta0`, `mv_greedy`, `thompson`) read the same fitted
+belief and the same feasible set (budget and execution-safety gate) from `decide`. The
+recipes and round-robin are what teams run without a belief: they respect the budget and
+non-repeatable candidates but compute no safety bound and never take an economic stop.
+The oracle is an upper reference for the choice only: it sees the true gains but not the
+true risks, so it gates nothing either.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+import pandas as pd
+
+from bayes_s2r.errors import InputError
+
+__all__ = [
+    "RECIPES",
+    "STRATEGY_IDS",
+    "Choice",
+    "Chooser",
+    "make_chooser",
+    "mv_greedy",
+    "oracle",
+    "recipe",
+    "round_robin",
+    "synthetic_true_gains",
+    "thompson",
+    "toolkit",
+]
+
+#: Every strategy id `make_chooser` knows, the toolkit's rule first.
+STRATEGY_IDS = ("q_cvu", "q_beta0", "mv_greedy", "dr_only", "si_then_dr", "dr_then_ft", "round_robin",
+                "thompson", "oracle")
+
+#: The fixed recipes as method sequences; the last step repeats.
+RECIPES: dict[str, tuple[str, ...]] = {"dr_only": ("DR",), "si_then_dr": ("SI", "DR"), "dr_then_ft": ("DR", "FT")}
+
+
+class Choice(NamedTuple):
+    """What a chooser decided in one round (reads like a `Decision` where they overlap).
+
+    Attributes:
+        best: the candidate to run, or None for a stop.
+        stop_reason: None, "economic", "budget" or "no_feasible".
+        table: DataFrame indexed by candidate name with at least `feasible`; rules that
+            score candidates add their scores.
+        rule: the strategy id.
+        decision: the toolkit's `Decision` when the rule called `decide`, else None.
+        belief: the `GainBelief` the rule used, else None.
+        p_best: share of posterior draws in which each candidate wins (toolkit rule only).
+        flip_probability: 1 − p_best of the choice (NaN where not computed).
+        lambda_: the resource weights λ_t used to price candidates.
+        utility: the decision functional's name.
+    """
+
+    best: str | None
+    stop_reason: str | None
+    table: pd.DataFrame
+    rule: str
+    decision: Any = None
+    belief: Any = None
+    p_best: Mapping[str, float] = {}
+    flip_probability: float = math.nan
+    lambda_: Sequence[float] = ()
+    utility: str = "mean"
+
+
+class Chooser(Protocol):
+    """A round's decision rule."""
+
+    def __call__(self, state, ledger, *, seed: int) -> Choice:
+        """Pick the candidate for `state` (the evidence is in `ledger`)."""
+
+
+# --------------------------------------------------------------------------- shared pieces
+
+def _decide(state, ledger, seed: int, *, beta: float, terminal: bool | None = None):
+    from bayes_s2r.campaign.loop import fit_round_belief
+    from bayes_s2r.decision import decide
+
+    cfg, t = state.config, state.round
+    belief, risk = fit_round_belief(ledger.records(), state, seed)
+    decision = decide(
+        belief, state.candidates, state.budget, cfg.weights, risk=risk, alpha_exec=cfg.alpha_exec,
+        delta=cfg.delta, beta=beta, cvu_samples=cfg.cvu_samples if beta > 0 else 2,
+        terminal=(t == cfg.max_rounds - 1) if terminal is None else terminal, seed=seed,
+        reference=cfg.budget, current_J=state.current_J, done=state.done, utility=cfg.utility,
+        allow_bad_belief=cfg.allow_bad_belief,
+    )
+    return decision, belief
+
+
+def _from_decision(decision, belief, rule: str, best: str | None, stop_reason: str | None,
+                   table: pd.DataFrame | None = None) -> Choice:
+    return Choice(best=best, stop_reason=stop_reason, table=decision.table if table is None else table,
+                  rule=rule, decision=decision, belief=belief, p_best=dict(decision.p_best),
+                  flip_probability=float(decision.flip_probability),
+                  lambda_=tuple(float(x) for x in decision.lambda_), utility=decision.utility)
+
+
+def _plain_table(state) -> tuple[pd.DataFrame, np.ndarray]:
+    """Budget feasibility without a belief: affordable, not a spent non-repeatable, adaptation."""
+    cfg = state.config
+    lam = np.asarray(cfg.weights.at(state.budget, cfg.budget), float)
+    rows = {}
+    for c in state.candidates:
+        affordable = bool(state.budget.covers(c.cost))
+        done = (not c.repeatable) and c.name in state.done
+        c_lambda = float(lam @ np.array([c.cost.real, c.cost.compute, c.cost.eng]))
+        rows[c.name] = {"role": c.role, "method": c.method, "C_lambda": c_lambda, "affordable": affordable,
+                        "done": done, "feasible": affordable and not done and c.role == "adaptation"}
+    return pd.DataFrame.from_dict(rows, orient="index"), lam
+
+
+def _plain(state, rule: str, best: str | None, table: pd.DataFrame, lam) -> Choice:
+    if best is None:
+        stop = "budget" if state.budget.exhausted() or not table["affordable"].any() else "no_feasible"
+    else:
+        stop = None
+    return Choice(best=best, stop_reason=stop, table=table, rule=rule, lambda_=tuple(float(x) for x in lam))
+
+
+def _argmax(table: pd.DataFrame, column: str) -> str | None:
+    pool = table[table["feasible"].astype(bool) & np.isfinite(table[column].astype(float))]
+    if pool.empty:
+        return None
+    return str(pool[column].astype(float).idxmax())  # ties: the first in candidate order
+
+
+# --------------------------------------------------------------------------- the rules
+
+def toolkit(beta: float | None = None, rule: str | None = None) -> Chooser:
+    """The toolkit's rule: `decide` with the campaign's β (or `beta`), as `run_round` runs it."""
+    if beta is not None and (isinstance(beta, bool) or not isinstance(beta, (int, float)) or beta < 0):
+        raise InputError("beta", beta, "a number >= 0 or None (the campaign's β)")
+    name = rule or ("q_cvu" if beta is None or beta > 0 else "q_beta0")
+
+    def choose(state, ledger, *, seed: int) -> Choice:
+        b = state.config.beta if beta is None else float(beta)
+        decision, belief = _decide(state, ledger, seed, beta=b)
+        return _from_decision(decision, belief, name, decision.best, decision.stop_reason)
+
+    return choose
+
+
+def mv_greedy() -> Chooser:
+    """Best posterior gain per weighted cost among the feasible adaptations."""
+
+    def choose(state, ledger, *, seed: int) -> Choice:
+        decision, belief = _decide(state, ledger, seed, beta=0.0, terminal=True)
+        table = decision.table.copy()
+        best = _argmax(table, "MV")
+        if best is None:
+            stop = decision.stop_reason or "no_feasible"
+        elif float(table.loc[best, "MV"]) <= 1.0:  # the best buy does not pay its own price
+            best, stop = None, "economic"
+        else:
+            stop = None
+        return _from_decision(decision, belief, "mv_greedy", best, stop, table)
+
+    return choose
+
+
+def thompson() -> Chooser:
+    """Thompson sampling on the gains: one posterior draw, priced like U0."""
+
+    def choose(state, ledger, *, seed: int) -> Choice:
+        decision, belief = _decide(state, ledger, seed, beta=0.0, terminal=True)
+        table = decision.table.copy()
+        rng = np.random.default_rng(seed)
+        draw = belief.draws[rng.integers(belief.draws.shape[0])]
+        theta = dict(zip(belief.names, np.asarray(draw, float), strict=True))
+        table["theta"] = [theta.get(n, 0.0) if r == "adaptation" else 0.0 for n, r in zip(table.index, table["role"],
+                                                                                          strict=True)]
+        table["sampled_U0"] = table["theta"] - table["C_lambda"]
+        best = _argmax(table, "sampled_U0")
+        if best is None:
+            stop = decision.stop_reason or "no_feasible"
+        elif float(table.loc[best, "sampled_U0"]) <= 0.0:
+            best, stop = None, "economic"
+        else:
+            stop = None
+        return _from_decision(decision, belief, "thompson", best, stop, table)
+
+    return choose
+
+
+def _executed(state) -> int:
+    return sum(1 for h in state.history if h.chosen is not None)
+
+
+def recipe(methods: Sequence[str], rule: str = "recipe") -> Chooser:
+    """A fixed recipe: the methods in order, the last one repeated until budget or rounds run out.
+
+    Each step runs the first candidate of that method in the candidate set; a step that cannot
+    run (unaffordable, or a non-repeatable candidate already run) is skipped.
+    """
+    methods = tuple(methods)
+    if not methods or not all(isinstance(m, str) and m for m in methods):
+        raise InputError("methods", methods, "a non-empty sequence of method labels such as ('SI', 'DR')")
+
+    def choose(state, ledger, *, seed: int) -> Choice:
+        table, lam = _plain_table(state)
+        step = min(_executed(state), len(methods) - 1)
+        best = None
+        for m in methods[step:]:
+            rows = table[(table["method"] == m) & table["feasible"]]
+            if not rows.empty:
+                best = str(rows.index[0])
+                break
+        table["step"] = step
+        return _plain(state, rule, best, table, lam)
+
+    return choose
+
+
+def round_robin() -> Chooser:
+    """Cycle over the adaptation methods in candidate order; skip a method that cannot run."""
+
+    def choose(state, ledger, *, seed: int) -> Choice:
+        table, lam = _plain_table(state)
+        adapt = table[table["role"] == "adaptation"]
+        methods = list(dict.fromkeys(m for m in adapt["method"] if m is not None))
+        if not methods:
+            return _plain(state, "round_robin", None, table, lam)
+        start = _executed(state) % len(methods)
+        best = None
+        for i in range(len(methods)):
+            rows = table[(table["method"] == methods[(start + i) % len(methods)]) & table["feasible"]]
+            if not rows.empty:
+                best = str(rows.index[0])
+                break
+        return _plain(state, "round_robin", best, table, lam)
+
+    return choose
+
+
+def oracle(true_gains: Callable[[Any, Any], Mapping[str, float]]) -> Chooser:
+    """The upper reference: argmax of the true gain minus C_λ; stops when none is positive.
+
+    Args:
+        true_gains: `true_gains(state, ledger) -> {candidate name: true ΔJ of running it now}`
+            (e.g. `SyntheticExecutor`'s world, or a tabulated testbed).
+    """
+    if not callable(true_gains):
+        raise InputError("true_gains", true_gains, "a callable (state, ledger) -> {name: true gain}")
+
+    def choose(state, ledger, *, seed: int) -> Choice:
+        table, lam = _plain_table(state)
+        gains = true_gains(state, ledger)
+        table["true_dJ"] = [float(gains.get(n, 0.0)) if r == "adaptation" else 0.0
+                            for n, r in zip(table.index, table["role"], strict=True)]
+        table["true_U0"] = table["true_dJ"] - table["C_lambda"]
+        best = _argmax(table, "true_U0")
+        if best is not None and float(table.loc[best, "true_U0"]) <= 0.0:
+            return Choice(None, "economic", table, "oracle", lambda_=tuple(float(x) for x in lam))
+        return _plain(state, "oracle", best, table, lam)
+
+    return choose
+
+
+def synthetic_true_gains(executor) -> Callable[[Any, Any], Mapping[str, float]]:
+    """True gains of a `SyntheticExecutor`'s world at the deployed policy (for `oracle`)."""
+    from bayes_s2r.campaign.loop import executor_memory
+
+    def gains(state, ledger) -> dict[str, float]:
+        J = float(executor_memory(ledger).get("true_J", {}).get(state.policy, executor.world.start_J))
+        return {c.name: float(np.clip(J + executor.world.true_gain(c.name, J), 0.0, 1.0) - J)
+                for c in state.candidates if c.role == "adaptation"}
+
+    return gains
+
+
+def make_chooser(strategy: str, *, true_gains: Callable | None = None) -> Chooser:
+    """The chooser of a strategy id (see the module table); `oracle` needs `true_gains`."""
+    if strategy not in STRATEGY_IDS:
+        raise InputError("strategy", strategy, f"one of {STRATEGY_IDS}")
+    if strategy == "q_cvu":
+        return toolkit()
+    if strategy == "q_beta0":
+        return toolkit(beta=0.0)
+    if strategy == "mv_greedy":
+        return mv_greedy()
+    if strategy == "thompson":
+        return thompson()
+    if strategy == "round_robin":
+        return round_robin()
+    if strategy in RECIPES:
+        return recipe(RECIPES[strategy], rule=strategy)
+    if true_gains is None:
+        raise InputError("true_gains", None, "a callable (state, ledger) -> {name: true gain} for the oracle")
+    return oracle(true_gains)
