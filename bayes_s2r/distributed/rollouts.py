@@ -30,14 +30,14 @@ import numpy as np
 from bayes_s2r.distributed.placement import batch_length, place_batch, place_replicated, unpad
 from bayes_s2r.errors import InputError
 from bayes_s2r.sim.params import DRSpec, Params, broadcast_params, sample_params
-from bayes_s2r.sim.rollout import EpisodeStats, LinearPolicy, sample_init, simulate_local
+from bayes_s2r.sim.rollout import EpisodeStats, LinearPolicy, sample_init, simulate_batch
 from bayes_s2r.sim.world import World
 
 __all__ = ["chunk_for", "sharded_rollout", "sharded_rollout_dr", "sharded_simulate_batch"]
 
 
 #: `simulate_batch` takes the episodes per compiled call (`chunk=`).
-_HAS_CHUNK = "chunk" in inspect.signature(simulate_local).parameters
+_HAS_CHUNK = "chunk" in inspect.signature(simulate_batch).parameters
 
 
 def chunk_for(episodes: int, devices: int) -> int:
@@ -102,7 +102,7 @@ def sharded_simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, p
     placed = place_batch(batch, devices)
     b = placed.tree
     extra = {"chunk": chunk_for(n, placed.mesh.size)} if placed.mesh.size > 1 and _HAS_CHUNK else {}
-    out = simulate_local(place_replicated(key, placed.mesh), world, b["policy"], b["params"],
+    out = simulate_batch(place_replicated(key, placed.mesh), world, b["policy"], b["params"],
                          init=b["init"], excitation=b["excitation"], record=record, **extra)
     padded = batch_length(b["params"])
     return unpad(out, placed.length, padded)

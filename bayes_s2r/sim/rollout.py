@@ -181,9 +181,15 @@ def _chunk_fn(env, protocol, policies, params, q0, qd0, keys, excitation):
 
 def _run_chunks(env, protocol, policies, params, q0, qd0, keys, excitation, record, chunk=None):
     n = keys.shape[0]
+    tree = (policies, params, q0, qd0, keys, excitation)
+    if chunk is None:
+        from bayes_s2r.distributed.devices import active_mesh
+
+        mesh = active_mesh()
+        if mesh is not None and mesh.size > 1:
+            return _run_split(env, protocol, tree, record, mesh)
     chunk = chunk or CHUNK
     pad = (-n) % chunk
-    tree = (policies, params, q0, qd0, keys, excitation)
     if pad:
         tree = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]), tree)
     outs = []
@@ -193,6 +199,23 @@ def _run_chunks(env, protocol, policies, params, q0, qd0, keys, excitation, reco
         outs.append((stats, traj) if record else (stats,))
     joined = jax.tree.map(lambda *xs: jnp.concatenate(xs)[:n], *outs)
     return joined if record else joined[0]
+
+
+def _run_split(env, protocol, tree, record, mesh):
+    """The batch as one call split over the devices of `mesh` (inside `use_devices(...)`).
+
+    Every caller (rollouts, sweeps, paired evaluations, ES/CEM training) gets this without
+    changes; the episodes and their results are those of the chunked path.
+    """
+    from bayes_s2r.distributed.placement import place_batch, unpad
+    from bayes_s2r.distributed.rollouts import chunk_for
+
+    n = tree[4].shape[0]
+    size = chunk_for(n, mesh.size)  # a new compile only when the per-device size doubles
+    if size > n:
+        tree = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], size - n, axis=0)]), tree)
+    stats, traj = _chunk_fn(env, protocol, *place_batch(tree, mesh).tree)
+    return unpad((stats, traj) if record else stats, n, size)
 
 
 def sample_init(key: jax.Array, world: World, n: int) -> tuple[jax.Array, jax.Array]:
@@ -236,29 +259,9 @@ def simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: P
         record: also return the `Trajectory`.
         chunk: episodes per compiled call (default `CHUNK`; another value compiles once more).
 
-    Inside a `bayes_s2r.distributed.use_devices(...)` block with more than one device, the
-    batch is split over the block's devices (`sharded_simulate_batch`); the episodes and
-    their results are the same.
-
     Returns:
         `EpisodeStats` (and a `Trajectory` when `record`).
     """
-    from bayes_s2r.distributed.devices import active_mesh
-
-    mesh = active_mesh()
-    if mesh is not None and mesh.size > 1 and chunk is None:
-        from bayes_s2r.distributed.rollouts import sharded_simulate_batch
-
-        return sharded_simulate_batch(key, world, policy, params, init=init, excitation=excitation,
-                                      record=record, devices=mesh)
-    return simulate_local(key, world, policy, params, init=init, excitation=excitation, record=record,
-                          chunk=chunk)
-
-
-def simulate_local(key: jax.Array, world: World, policy: LinearPolicy, params: Params,
-                   *, init: tuple | None = None, excitation=None, record: bool = False,
-                   chunk: int | None = None):
-    """`simulate_batch` on the default device, whatever mesh is active."""
     n = int(np.shape(params.mass_scale)[0])
     k_init, k_noise = jax.random.split(key)
     q0, qd0 = init if init is not None else sample_init(k_init, world, n)

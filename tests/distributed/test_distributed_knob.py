@@ -62,6 +62,17 @@ def test_rollouts_inside_use_devices_are_split_and_equal(world, policy, dr_spec)
     assert np.ptp(np.asarray(plain.steps_alive)) > 0  # the randomized episodes differ
 
 
+def test_dr_training_inside_use_devices_matches_one_device(world, policy, dr_spec):
+    from bayes_s2r import sim
+
+    config = sim.ESConfig(population=8, episodes=6, iterations=2)
+    one = sim.train_es(jax.random.key(3), world, policy, spec=dr_spec, config=config)
+    with use_devices(4):
+        four = sim.train_es(jax.random.key(3), world, policy, spec=dr_spec, config=config)
+    np.testing.assert_allclose(four.fitness, one.fitness, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(four.policy.weights), np.asarray(one.policy.weights), rtol=1e-5)
+
+
 def test_cli_devices_option_makes_host_devices():
     code = ("import sys; from bayes_s2r.cli import app; import jax\n"
             "from bayes_s2r.distributed import active_mesh\n"
