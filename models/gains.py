@@ -9,15 +9,24 @@ Parameterisation (η-scale = logit for `link="logit"`, the J scale for `link="id
 
 * Policies. Policy p has a control level α_p ~ N(baseline_loc, baseline_scale); J(π_p) =
   sigmoid(α_p). Index 0 is the current policy π_t; `baseline` = sigmoid(α_0).
-* Candidates (non-centred). Group g = (method, lens); method h. For a candidate m with
-  normalised batch b̃ (batch / median batch of its method; 1 when it has none)
-      A_g  = μ_A + τ_method·z_h + τ_group·z_g,          μ_A ~ N(gain_loc, gain_scale)
+* Candidates. Group g = (method, lens); method h. For a candidate m with normalised batch
+  b̃ (batch / median batch of its method; 1 when it has none)
+      B_h  = μ_A + τ_method·ε_h,   A_g = B_h + τ_group·ε_g,   μ_A ~ N(gain_loc, gain_scale)
   (the method level only with several methods, the group level only when some method has
   several lens groups: otherwise the levels are not identifiable and only add a ridge)
       f_m  = b̃(1 + κ_g) / (b̃ + κ_g),                    log κ_g ~ N(kappa_loc, kappa_scale)
-      δ_m  = A_g·f_m + τ_cand·z_m                         (the effect on the current policy)
-  f is a saturating dose-response with f(1) = 1 and f(∞) = 1 + κ_g: more of the same protocol
-  helps less and less. τ's are HalfNormal(scale) unless `fixed_scales`.
+      δ_m  = A_g·f_m + τ_cand·ε_m                         (the effect on the current policy)
+  with ε ~ N(0, 1). Each level is sampled partially centred (Papaspiliopoulos, Roberts &
+  Sköld 2007): for x = loc + τ·ε with centring c ∈ [0, 1] the sampler sees
+  x̃ ~ N(c·loc, τ^c) and x = loc + τ^(1−c)·(x̃ − c·loc). c = 0 is the non-centred form (right
+  for an element the data say little about), c = 1 the centred one (right for an element the
+  data pin down). Per element, c = Iτ²/(1 + Iτ²), the share of its prior variance the data
+  remove, where I is the information the evidence holds about it (`cand_info`, from
+  `prepare_gains`; pooled upwards as Σ 1/(1/I + τ²) for groups and methods) and τ the
+  sampled scale of its level. Since c depends only on τ and the data, x̃ | τ has exactly the
+  density above whatever c is: the model and its posterior are those of the plain
+  hierarchy, and only the geometry NUTS sees adapts (non-centred where τ is small,
+  centred where it is large).
 * Sensitivity link. A candidate that targets direction k (with sensitivity evidence) centres
   its effect on efficacy · Ŝ_k instead:
       eff_m = 1 − (1 − sigmoid(e_g))^f_m ∈ [0, 1],   e_g ~ N(efficacy_loc, efficacy_scale)
@@ -53,7 +62,7 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
-__all__ = ["GainPrior", "GainSpec", "GainData", "gains_model"]
+__all__ = ["GainData", "GainPrior", "GainSpec", "gains_model"]
 
 _J_EPS = 1e-4
 
@@ -167,7 +176,9 @@ class GainData(NamedTuple):
     """Sufficient statistics of the gains evidence (all jnp arrays; see `prepare_gains`).
 
     Candidate arrays [C]: cand_group, cand_method (int), cand_dose (normalised batch, 1 when
-    none), cand_target (direction index, -1 when none). Group arrays [G]: group_method.
+    none), cand_target (direction index, -1 when none), cand_info (information of the
+    evidence about each candidate's effect; None: every level non-centred). Group arrays
+    [G]: group_method.
     Policy arrays [P] (index 0 = current): control_successes, control_episodes, age;
     order_diff [P, H] = L_p − L_0. Cell arrays [Q] (one per candidate × policy):
     cell_cand, cell_policy, treated_successes, treated_episodes, returns_n, returns_mean,
@@ -190,6 +201,7 @@ class GainData(NamedTuple):
     returns_n: Any
     returns_mean: Any
     returns_ss: Any
+    cand_info: Any = None
 
 
 def _scale(name: str, value: float, fixed: bool):
@@ -206,6 +218,30 @@ def _take(x, index, n: int):
 
 def _std_normal(name: str, n: int):
     return numpyro.sample(name, dist.Normal(0.0, 1.0).expand([n]).to_event(1))
+
+
+def _level(name: str, loc, scale, info, n: int):
+    """loc + scale·ε, ε ~ N(0, 1)^n, partially centred by the elements' information `info`.
+
+    The sampled site is x̃ ~ N(c·loc, scale^c), the value loc + scale^(1−c)·(x̃ − c·loc),
+    with c = info·scale² / (1 + info·scale²) (`info=None`: c = 0, non-centred).
+    """
+    if info is None:
+        return loc + scale * _std_normal(name, n)
+    pos = scale > 0
+    safe = jnp.where(pos, scale, 1.0)
+    c = jnp.where(pos, info * safe**2 / (1.0 + info * safe**2), 0.0)
+    loc = jnp.broadcast_to(loc, (n,))
+    raw = numpyro.sample(name, dist.Normal(c * loc, jnp.power(safe, c)).to_event(1))
+    return loc + jnp.where(pos, jnp.power(safe, 1.0 - c), 0.0) * (raw - c * loc)
+
+
+def _pooled_info(info, scale, index, n: int):
+    """Information about parents from their children's: Σ 1/(1/I + τ²) over children with I > 0."""
+    if info is None:
+        return None
+    w = jnp.where(info > 0, info / (1.0 + info * scale**2), 0.0)
+    return jax.nn.one_hot(index, n, dtype=w.dtype).T @ w
 
 
 def _sensitivity_data(spec: GainSpec, sens):
@@ -252,15 +288,18 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
     mu_a = numpyro.sample("mu_gain", dist.Normal(pr.gain_loc, pr.gain_scale))
     # a level is only sampled when it is identifiable: methods when there are several,
     # groups when some method has more than one lens group (else the sum is a ridge)
-    a_group = jnp.full(G, mu_a)
-    if H > 1:
-        tau_m = _scale("tau_method", pr.method_scale, pr.fixed_scales)
-        a_group = a_group + tau_m * _take(_std_normal("z_method", H), data.group_method, H)
-    if G > H:
-        tau_g = _scale("tau_group", pr.group_scale, pr.fixed_scales)
-        a_group = a_group + tau_g * _std_normal("z_group", G)
+    tau_m = _scale("tau_method", pr.method_scale, pr.fixed_scales) if H > 1 else 0.0
+    tau_g = _scale("tau_group", pr.group_scale, pr.fixed_scales) if G > H else 0.0
     tau_c = _scale("tau_cand", pr.candidate_scale, pr.fixed_scales)
-    z_c = _std_normal("z_cand", C)
+    info_c = data.cand_info
+    info_g = _pooled_info(info_c, tau_c, data.cand_group, G)
+    a_method = jnp.full(H, mu_a)
+    if H > 1:
+        info_h = _pooled_info(info_g, tau_g, data.group_method, H)
+        a_method = _level("z_method", mu_a, tau_m, info_h, H)
+    a_group = _take(a_method, data.group_method, H)
+    if G > H:
+        a_group = _level("z_group", a_group, tau_g, info_g, G)
     if spec.has_batch:
         log_kappa = numpyro.sample(
             "log_kappa", dist.Normal(pr.kappa_loc, pr.kappa_scale).expand([G]).to_event(1))
@@ -286,7 +325,7 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
         else:
             linked = target_gain
         centre = jnp.where(data.cand_target >= 0, linked, centre)
-    delta = centre + tau_c * z_c
+    delta = _level("z_cand", centre, tau_c, info_c, C)
 
     def gain_at(a, d):
         if logit:

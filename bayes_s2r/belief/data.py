@@ -27,7 +27,7 @@ from bayes_s2r.evidence.records import (
 from bayes_s2r.models.gains import GainData, GainPrior, GainSpec
 from bayes_s2r.vocab import Candidate, validate_candidates
 
-__all__ = ["PreparedGains", "iter_records", "prepare_gains", "sensitivity_impl"]
+__all__ = ["PreparedGains", "evidence_information", "iter_records", "prepare_gains", "sensitivity_impl"]
 
 NO_METHOD = "(none)"
 
@@ -116,6 +116,33 @@ def _split_sensitivity(sdata) -> tuple[dict, type | None, tuple]:
         else:
             static.append((k, v))
     return arrays, typ, tuple(static)
+
+
+def evidence_information(stats: np.ndarray, cells: int, cell_cand, cell_policy, ctl: np.ndarray,
+                         age, prior: GainPrior, num_candidates: int) -> np.ndarray:
+    """Rough Fisher information of each candidate's effect δ_m (link scale) in its evidence.
+
+    Binomial cells give n·p(1 − p) on the logit scale (n / (p(1 − p)) on the J scale), paired
+    returns n / s² (times (p(1 − p))² on the logit scale); a cell under an older policy is
+    discounted by its drift, 1 / (1/I + drift²·age). The model uses it only to centre its
+    levels (see `models.gains`): it shapes the sampler's geometry, never the posterior.
+    """
+    logit = prior.link == "logit"
+    info = np.zeros(num_candidates)
+    for j in range(cells):
+        m, p = int(cell_cand[j]), int(cell_policy[j])
+        s_t, n_t, r_n, r_sum, r_ss = stats[:, j]
+        pc = (ctl[0, p] + 1.0) / (ctl[1, p] + 2.0)
+        i_cell = 0.0
+        if n_t > 0:
+            pt = (s_t + 0.5) / (n_t + 1.0)
+            i_cell += n_t * pt * (1 - pt) if logit else n_t / (pt * (1 - pt))
+        if r_n > 1:
+            var = max((r_ss - r_sum**2 / r_n) / (r_n - 1), 1e-6)
+            i_cell += r_n / var * ((pc * (1 - pc)) ** 2 if logit else 1.0)
+        if i_cell > 0:
+            info[m] += 1.0 / (1.0 / i_cell + prior.drift_scale**2 * float(age[p]))
+    return info
 
 
 def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: Any = None,
@@ -262,6 +289,7 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
     dindex = {k: i for i, k in enumerate(directions)}
     target = np.array([dindex.get(c.targets, -1) for c in adapt], np.int32)
 
+    info = evidence_information(stats, len(keys), cc, cp, ctl, age, prior, len(adapt))
     data = GainData(
         cand_group=jnp.asarray([gindex[(c.method or NO_METHOD, c.lens)] for c in adapt], jnp.int32),
         cand_method=jnp.asarray([hindex[c.method or NO_METHOD] for c in adapt], jnp.int32),
@@ -279,6 +307,7 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
         returns_n=jnp.asarray(rn, jnp.float32),
         returns_mean=jnp.asarray(rmean, jnp.float32),
         returns_ss=jnp.asarray(rss, jnp.float32),
+        cand_info=jnp.asarray(info, jnp.float32),
     )
     spec = GainSpec(
         num_candidates=len(adapt), num_groups=len(groups), num_methods=len(methods),

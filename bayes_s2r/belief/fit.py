@@ -35,7 +35,7 @@ from bayes_s2r.errors import InputError
 from bayes_s2r.models.gains import GainPrior, gains_model
 from bayes_s2r.vocab import Candidate
 
-__all__ = ["TRACE_COUNT", "fit_gains", "nuts_runner"]
+__all__ = ["TRACE_COUNT", "fit_gains", "nuts_runner", "prior_unconstrained", "unconstrained_prototype"]
 
 METHODS = ("nuts", "svi")
 _CACHE: OrderedDict = OrderedDict()
@@ -52,12 +52,20 @@ def _shape_key(tree) -> tuple:
     return (str(treedef), tuple((tuple(np.shape(x)), str(jnp.asarray(x).dtype)) for x in leaves))
 
 
-def unconstrained_prototype(model, data, sens) -> dict:
-    """Unconstrained values of the model's latent sites, from one prior draw (shapes only)."""
-    tr = handlers.trace(handlers.seed(model, jax.random.key(0))).get_trace(data, sens=sens)
+def prior_unconstrained(model, rng_key, data, sens) -> dict:
+    """One prior draw of the model's latent sites, mapped to the unconstrained space."""
+    tr = handlers.trace(handlers.seed(model, rng_key)).get_trace(data, sens=sens)
     return {name: biject_to(site["fn"].support).inv(site["value"])
             for name, site in tr.items()
             if site["type"] == "sample" and not site["is_observed"]}
+
+
+def unconstrained_prototype(model, data, sens) -> dict:
+    """Shapes and dtypes (`jax.ShapeDtypeStruct`) of the model's unconstrained latent sites.
+
+    Traced abstractly (`jax.eval_shape`): nothing runs, so it costs no eager dispatch.
+    """
+    return jax.eval_shape(functools.partial(prior_unconstrained, model), jax.random.key(0), data, sens)
 
 
 def _make_chain(spec, prototype: dict, num_warmup: int, num_samples: int, target_accept: float,
@@ -69,7 +77,7 @@ def _make_chain(spec, prototype: dict, num_warmup: int, num_samples: int, target
         k_init, k_run = jax.random.split(rng_key)
         keys = jax.random.split(k_init, len(prototype))
         # every latent site is real-valued after its bijection: U(-1, 1) is always valid
-        z0 = {name: jax.random.uniform(k, jnp.shape(v), minval=-1.0, maxval=1.0)
+        z0 = {name: jax.random.uniform(k, v.shape, v.dtype, minval=-1.0, maxval=1.0)
               for k, (name, v) in zip(keys, sorted(prototype.items()))}
         kw = {"sens": sens}
         init_kernel, sample_kernel = hmc(
@@ -151,7 +159,7 @@ def _inference_data(prep: PreparedGains, sites: dict, stats: dict | None, names:
     from bayes_s2r.belief.posterior import az
 
     n_pol = len(prep.policies)
-    methods = sorted(set(int(i) for i in np.asarray(prep.data.cand_method)))
+    methods = sorted({int(i) for i in np.asarray(prep.data.cand_method)})
     posterior = {"gain": np.asarray(sites["gain"]), "baseline": np.asarray(sites["baseline"]),
                  "alpha": np.asarray(sites["alpha"])[..., :n_pol]}
     coords = {"candidate": list(prep.names), "policy": [str(p) for p in prep.policies],
