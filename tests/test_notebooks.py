@@ -1,0 +1,118 @@
+"""The notebooks run end to end: executed with nbclient in a fresh kernel, in a temporary
+working directory, with the small settings that `BAYES_S2R_QUICK=1` selects.
+
+The kernel is the Python running the tests (ipykernel's `python3` kernelspec resolves to
+`sys.executable`), so the notebooks see the same installation as the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def _kernel_name() -> str:
+    """ipykernel's own spec: `python3` resolved to this interpreter, wherever it lives."""
+    from jupyter_client.kernelspec import NATIVE_KERNEL_NAME, KernelSpecManager
+
+    KernelSpecManager().get_kernel_spec(NATIVE_KERNEL_NAME)  # raises if ipykernel is unusable
+    return NATIVE_KERNEL_NAME
+
+
+def run_notebook(name: str, workdir: Path, probe: str) -> dict:
+    """Execute notebooks/<name> in `workdir`, then a probe cell that prints one JSON object."""
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(probe))
+    env = {**os.environ, "BAYES_S2R_QUICK": "1", "MPLBACKEND": "Agg"}
+    client = nbclient.NotebookClient(
+        nb, timeout=600, kernel_name=_kernel_name(), resources={"metadata": {"path": str(workdir)}},
+    )
+    old = os.environ.copy()
+    os.environ.update(env)  # the kernel process inherits the test's environment
+    try:
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    (out,) = [o for o in nb.cells[-1].outputs if o.get("name") == "stdout"]
+    return json.loads(out["text"])
+
+
+def _errors(nb) -> list:
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+            if o.output_type == "error"]
+
+
+def test_notebooks_are_stored_without_outputs():
+    for path in NOTEBOOKS.glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), path.name
+        assert nb.metadata["kernelspec"]["name"] == "python3"
+
+
+QUICKSTART_PROBE = """
+import json
+row = decision.table.loc[decision.best] if decision.best is not None else None
+print(json.dumps({
+    "best": decision.best,
+    "feasible": None if row is None else bool(row["feasible"]),
+    "candidates": [c.name for c in candidates],
+    "p_best_sum": float(decision.p_best.sum()),
+    "flip": float(decision.flip_probability),
+    "gains": list(gains.index),
+    "hdi_ordered": bool((gains["hdi_low"] <= gains["hdi_high"]).all()),
+    "ledger_file": ledger_path.exists(),
+}))
+"""
+
+
+def test_quickstart(tmp_path):
+    out = run_notebook("quickstart.ipynb", tmp_path, QUICKSTART_PROBE)
+    assert out["best"] in out["candidates"] and out["feasible"] is True
+    assert out["p_best_sum"] == pytest.approx(1.0)
+    assert 0.0 <= out["flip"] <= 1.0
+    assert {"dr_narrow", "dr_wide", "ft_real"} <= set(out["gains"]) and out["hdi_ordered"]
+    assert out["ledger_file"] and (tmp_path / "quickstart.sqlite").exists()
+
+
+CLOSED_LOOP_PROBE = """
+import json
+import bayes_s2r as bs
+with bs.Ledger(ledger_path) as led:
+    final = bs.load_state(led)
+    decisions = led.records("decision")
+print(json.dumps({
+    "status": final.status,
+    "rounds": len(final.history),
+    "chosen": [h.chosen for h in final.history],
+    "candidates": [c.name for c in candidates],
+    "decisions": len(decisions),
+    "within_budget": all(getattr(final.budget, r) >= 0 for r in ("real", "compute", "eng")),
+    "deployment": sorted(deployment),
+    "page": str(page),
+    "figures": figures,
+}))
+"""
+
+
+def test_closed_loop(tmp_path):
+    out = run_notebook("closed_loop.ipynb", tmp_path, CLOSED_LOOP_PROBE)
+    assert out["status"] == "stopped" and 1 <= out["rounds"] <= 3
+    assert out["decisions"] == out["rounds"]
+    assert all(c is None or c in out["candidates"] for c in out["chosen"])
+    assert out["within_budget"]
+    assert {"passes", "ucb_unsafe", "alpha_deploy"} <= set(out["deployment"])
+    page = tmp_path / "closed_loop_report" / "index.html"
+    assert page.exists() and out["page"].endswith("index.html")
+    assert out["figures"] and all((page.parent / f).stat().st_size > 0 for f in out["figures"])
+    assert (tmp_path / "closed_loop.sqlite").exists()
