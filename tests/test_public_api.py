@@ -37,3 +37,23 @@ def test_importing_the_package_does_not_import_jax():
     code = "import sys, bayes_s2r; bayes_s2r.Cost(real=1); print('jax' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_distributed_lazy_table_covers_its_all():
+    import bayes_s2r.distributed as dist
+
+    assert set(dist._LAZY) == set(dist.__all__)
+    for name in dist.__all__:
+        module = importlib.import_module(f"bayes_s2r.distributed.{dist._LAZY[name]}")
+        assert getattr(dist, name) is getattr(module, name)
+
+
+def test_decision_does_not_import_the_testbed():
+    # data flows evidence -> belief -> decision -> campaign -> sim; decide() must not load sim
+    code = ("import sys, bayes_s2r as bs\n"
+            "b = bs.GainBelief.from_gaussian(['dr'], [0.1], [0.02], num_draws=200)\n"
+            "bs.decide(b, [bs.Candidate('dr', 'adaptation', 'data')], bs.Budget(1, 1, 1),\n"
+            "          bs.ResourceWeights(), cvu_samples=8)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('bayes_s2r.sim')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -11,38 +11,20 @@
   `place_batch`, `sharded_call`, `gather` for any batch function.
 """
 
-from bayes_s2r.distributed.devices import (
-    BATCH_AXIS,
-    DeviceInfo,
-    active_mesh,
-    batch_mesh,
-    chain_method_for,
-    configure_host_devices,
-    device_info,
-    use_devices,
-)
-from bayes_s2r.distributed.lookahead import draw_mesh, shard_lookahead_arrays, sharded_lookahead
-from bayes_s2r.distributed.multihost import (
-    CPU_COLLECTIVES,
-    initialize_multihost,
-    shutdown_multihost,
-)
-from bayes_s2r.distributed.placement import (
-    Placed,
-    batch_length,
-    gather,
-    place_batch,
-    place_replicated,
-    put_global,
-    sharded_call,
-    unpad,
-)
-from bayes_s2r.distributed.rollouts import (
-    chunk_for,
-    sharded_rollout,
-    sharded_rollout_dr,
-    sharded_simulate_batch,
-)
+import importlib
+
+# Names load their module on first use (PEP 562), so `decision` can ask for the active mesh
+# (`devices`) without importing the testbed that `rollouts` needs.
+_LAZY = {
+    **dict.fromkeys(["BATCH_AXIS", "DeviceInfo", "active_mesh", "batch_mesh", "chain_method_for",
+                     "configure_host_devices", "device_info", "use_devices"], "devices"),
+    **dict.fromkeys(["draw_mesh", "shard_lookahead_arrays", "sharded_lookahead"], "lookahead"),
+    **dict.fromkeys(["CPU_COLLECTIVES", "initialize_multihost", "shutdown_multihost"], "multihost"),
+    **dict.fromkeys(["Placed", "batch_length", "gather", "place_batch", "place_replicated", "put_global",
+                     "sharded_call", "unpad"], "placement"),
+    **dict.fromkeys(["chunk_for", "sharded_rollout", "sharded_rollout_dr", "sharded_simulate_batch"],
+                    "rollouts"),
+}
 
 __all__ = [
     "BATCH_AXIS",
@@ -72,3 +54,16 @@ __all__ = [
     "unpad",
     "use_devices",
 ]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
