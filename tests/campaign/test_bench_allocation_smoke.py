@@ -1,0 +1,56 @@
+"""The allocation benchmark runs with tiny arguments and prints the agreed schema."""
+
+import json
+
+import bench_allocation
+from allocation_world import INTERVENTIONS, TableExecutor, TrueTable, bench_candidates
+
+import bayes_s2r as bs
+
+
+def test_smoke_prints_the_agreed_schema(tmp_path, capsys):
+    out = tmp_path / "allocation.json"
+    result = bench_allocation.main(["--synthetic", "--seeds", "2", "--rounds", "2", "--svi-steps", "200",
+                                    "--cvu-samples", "16", "--out", str(out)])
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(out.read_text()) == json.loads(json.dumps(result))
+    assert set(printed) >= {"benchmark", "machine", "settings", "results"}
+    assert printed["benchmark"] == "allocation"
+    assert {"cores", "backend", "versions"} <= set(printed["machine"])
+    rows = printed["results"]
+    assert {r["strategy"] for r in rows} == set(bs.campaign.STRATEGY_IDS)
+    keys = {"world", "strategy", "final_J_mean", "final_J_ci_low", "final_J_ci_high", "spent",
+            "safety_violations", "deploy_pass_rate", "regret_vs_oracle"}
+    for r in rows:
+        assert keys <= set(r)
+        assert set(r["spent"]) == {"real", "compute", "eng"}
+        assert r["final_J_ci_low"] <= r["final_J_ci_high"]
+        assert 0.0 <= r["deploy_pass_rate"] <= 1.0
+    for r in rows:
+        if r["strategy"] == "q_cvu":
+            assert r["final_J_ci_low"] == r["final_J_ci_high"] == 0.0
+        if r["strategy"] == "oracle":
+            assert r["regret_vs_oracle"] == 0.0
+
+
+def test_table_lookups_share_sim_only_lineages_and_use_the_cache(tmp_path):
+    table = TrueTable(tmp_path, train_iterations=1, eval_episodes=8)
+    theta = [0.0, 1.0, 0.5, 0.2, 0.0]
+    build = {"theta": theta, "cost": [0.0, 0.01, 2.0], "real_episodes": 0, "unsafe": 0, "wall_s": 0.0}
+    table.data["policies"] = {"sim": {"dr_latency": build}, "w": {"ft_real": {**build, "real_episodes": 64,
+                                                                               "unsafe": 32}}}
+    table.data["evals"] = {"w": {"": {"J": 0.2, "unsafe_rate": 0.1}, "dr_latency": {"J": 0.9, "unsafe_rate": 0.0},
+                                 "ft_real": {"J": 0.5, "unsafe_rate": 0.0}}}
+    table._save()
+    again = TrueTable(tmp_path, train_iterations=1, eval_episodes=8)  # same settings: same file
+    ex = TableExecutor(again, "w", eval_episodes=40)
+    cands = {c.name: c for c in bench_candidates(40)}
+    assert set(cands) == set(INTERVENTIONS)
+    import jax
+
+    run = ex.execute(jax.random.key(0), cands["ft_real"], round=0, policy="pi0", memory={})
+    pe, eo = run.records
+    assert (pe.episodes_treated, eo.executions) == (40, 64) and 0 < eo.unsafe < 64
+    assert run.memory == {"lineage": {"pi1": "ft_real"}}
+    assert abs(run.cost.eng - 2.0) < 1e-12 and run.cost.real > 0
+    assert again.computed == 0  # nothing recomputed: all from the cache
