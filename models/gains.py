@@ -16,17 +16,16 @@ Parameterisation (η-scale = logit for `link="logit"`, the J scale for `link="id
   several lens groups: otherwise the levels are not identifiable and only add a ridge)
       f_m  = b̃(1 + κ_g) / (b̃ + κ_g),                    log κ_g ~ N(kappa_loc, kappa_scale)
       δ_m  = A_g·f_m + τ_cand·ε_m                         (the effect on the current policy)
-  with ε ~ N(0, 1). Each level is sampled partially centred (Papaspiliopoulos, Roberts &
-  Sköld 2007): for x = loc + τ·ε with centring c ∈ [0, 1] the sampler sees
-  x̃ ~ N(c·loc, τ^c) and x = loc + τ^(1−c)·(x̃ − c·loc). c = 0 is the non-centred form (right
-  for an element the data say little about), c = 1 the centred one (right for an element the
-  data pin down). Per element, c = Iτ²/(1 + Iτ²), the share of its prior variance the data
-  remove, where I is the information the evidence holds about it (`cand_info`, from
-  `prepare_gains`; pooled upwards as Σ 1/(1/I + τ²) for groups and methods) and τ the
-  sampled scale of its level. Since c depends only on τ and the data, x̃ | τ has exactly the
-  density above whatever c is: the model and its posterior are those of the plain
-  hierarchy, and only the geometry NUTS sees adapts (non-centred where τ is small,
-  centred where it is large).
+  with ε ~ N(0, 1). Each level is sampled in a data-centred form: for an element
+  x ~ N(loc, τ²) whose evidence gives a rough estimate ŷ with information I (a Gaussian
+  approximation), the conditional posterior given τ and loc is about N(m, s²) with
+  w = Iτ²/(1 + Iτ²), m = w·ŷ + (1 − w)·loc, s = τ·sqrt(1 − w); the sampler sees
+  u = (x − m)/s, whose prior is exactly N(w·(loc − ŷ)/s, 1/(1 − w)). u is near N(0, 1) a
+  posteriori whatever τ is: non-centred where the data say little (w → 0), centred on the
+  data where they pin the element down (w → 1), so neither funnel appears. ŷ and I come
+  from `prepare_gains` (`cand_est`, `cand_info`) and are pooled upwards with the sampled
+  scales (Σ 1/(1/I + τ²) for groups and methods). They only shape the geometry: the model
+  and its posterior are those of the plain hierarchy for any ŷ and I.
 * Sensitivity link. A candidate that targets direction k (with sensitivity evidence) centres
   its effect on efficacy · Ŝ_k instead:
       eff_m = 1 − (1 − sigmoid(e_g))^f_m ∈ [0, 1],   e_g ~ N(efficacy_loc, efficacy_scale)
@@ -176,9 +175,9 @@ class GainData(NamedTuple):
     """Sufficient statistics of the gains evidence (all jnp arrays; see `prepare_gains`).
 
     Candidate arrays [C]: cand_group, cand_method (int), cand_dose (normalised batch, 1 when
-    none), cand_target (direction index, -1 when none), cand_info (information of the
-    evidence about each candidate's effect; None: every level non-centred). Group arrays
-    [G]: group_method.
+    none), cand_target (direction index, -1 when none), cand_est and cand_info (a rough
+    estimate of each candidate's effect and its information, for the data-centred
+    parameterisation; None: every level non-centred). Group arrays [G]: group_method.
     Policy arrays [P] (index 0 = current): control_successes, control_episodes, age;
     order_diff [P, H] = L_p − L_0. Cell arrays [Q] (one per candidate × policy):
     cell_cand, cell_policy, treated_successes, treated_episodes, returns_n, returns_mean,
@@ -201,6 +200,7 @@ class GainData(NamedTuple):
     returns_n: Any
     returns_mean: Any
     returns_ss: Any
+    cand_est: Any = None
     cand_info: Any = None
 
 
@@ -220,28 +220,34 @@ def _std_normal(name: str, n: int):
     return numpyro.sample(name, dist.Normal(0.0, 1.0).expand([n]).to_event(1))
 
 
-def _level(name: str, loc, scale, info, n: int):
-    """loc + scale·ε, ε ~ N(0, 1)^n, partially centred by the elements' information `info`.
+def _level(name: str, loc, scale, est, info, n: int):
+    """loc + scale·ε, ε ~ N(0, 1)^n, sampled data-centred (see the module docstring).
 
-    The sampled site is x̃ ~ N(c·loc, scale^c), the value loc + scale^(1−c)·(x̃ − c·loc),
-    with c = info·scale² / (1 + info·scale²) (`info=None`: c = 0, non-centred).
+    `est`, `info`: rough estimate of each element and its information (None: non-centred).
     """
     if info is None:
         return loc + scale * _std_normal(name, n)
     pos = scale > 0
     safe = jnp.where(pos, scale, 1.0)
-    c = jnp.where(pos, info * safe**2 / (1.0 + info * safe**2), 0.0)
+    keep = jnp.where(pos, 1.0 / (1.0 + info * safe**2), 1.0)      # 1 − w
+    w = 1.0 - keep
     loc = jnp.broadcast_to(loc, (n,))
-    raw = numpyro.sample(name, dist.Normal(c * loc, jnp.power(safe, c)).to_event(1))
-    return loc + jnp.where(pos, jnp.power(safe, 1.0 - c), 0.0) * (raw - c * loc)
+    m = w * est + keep * loc
+    s = safe * jnp.sqrt(keep)
+    u = numpyro.sample(name, dist.Normal(w * (loc - est) / s, 1.0 / jnp.sqrt(keep)).to_event(1))
+    return jnp.where(pos, m + s * u, loc)
 
 
-def _pooled_info(info, scale, index, n: int):
-    """Information about parents from their children's: Σ 1/(1/I + τ²) over children with I > 0."""
+def _pooled(est, info, scale, index, n: int, factor=1.0):
+    """Estimate and information of parents from their children's (est / factor, with variance
+    (1/I + τ²) / factor²), as a precision-weighted mean. None when `info` is None."""
     if info is None:
-        return None
-    w = jnp.where(info > 0, info / (1.0 + info * scale**2), 0.0)
-    return jax.nn.one_hot(index, n, dtype=w.dtype).T @ w
+        return None, None
+    w = jnp.where(info > 0, factor**2 * info / (1.0 + info * scale**2), 0.0)
+    onehot = jax.nn.one_hot(index, n, dtype=w.dtype).T
+    info_p = onehot @ w
+    est_p = (onehot @ (w * est / factor)) / jnp.maximum(info_p, 1e-12)
+    return est_p, info_p
 
 
 def _sensitivity_data(spec: GainSpec, sens):
@@ -284,22 +290,12 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
     j_pol = jax.nn.sigmoid(alpha) if logit else jnp.clip(jax.nn.sigmoid(alpha), _J_EPS, 1 - _J_EPS)
     numpyro.deterministic("baseline", j_pol[0])
 
-    # hierarchy of effects on the current policy (non-centred)
-    mu_a = numpyro.sample("mu_gain", dist.Normal(pr.gain_loc, pr.gain_scale))
+    # hierarchy of effects on the current policy (data-centred levels)
     # a level is only sampled when it is identifiable: methods when there are several,
     # groups when some method has more than one lens group (else the sum is a ridge)
     tau_m = _scale("tau_method", pr.method_scale, pr.fixed_scales) if H > 1 else 0.0
     tau_g = _scale("tau_group", pr.group_scale, pr.fixed_scales) if G > H else 0.0
     tau_c = _scale("tau_cand", pr.candidate_scale, pr.fixed_scales)
-    info_c = data.cand_info
-    info_g = _pooled_info(info_c, tau_c, data.cand_group, G)
-    a_method = jnp.full(H, mu_a)
-    if H > 1:
-        info_h = _pooled_info(info_g, tau_g, data.group_method, H)
-        a_method = _level("z_method", mu_a, tau_m, info_h, H)
-    a_group = _take(a_method, data.group_method, H)
-    if G > H:
-        a_group = _level("z_group", a_group, tau_g, info_g, G)
     if spec.has_batch:
         log_kappa = numpyro.sample(
             "log_kappa", dist.Normal(pr.kappa_loc, pr.kappa_scale).expand([G]).to_event(1))
@@ -307,6 +303,24 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
         dose = data.cand_dose * (1.0 + kappa) / (data.cand_dose + kappa)
     else:
         dose = jnp.ones(C)
+    # rough estimates pooled upwards (candidates linked to a sensitivity say nothing of A_g)
+    est_c, info_c = data.cand_est, data.cand_info
+    linked_c = spec.has_targets and spec.sensitivity_block is not None and sens is not None
+    info_up = None if info_c is None else (jnp.where(data.cand_target >= 0, 0.0, info_c)
+                                           if linked_c else info_c)
+    est_g, info_g = _pooled(est_c, info_up, tau_c, data.cand_group, G, factor=dose)
+    est_h, info_h = _pooled(est_g, info_g, tau_g, data.group_method, H)
+    est_t, info_t = (_pooled(est_h, info_h, tau_m, jnp.zeros(H, jnp.int32), 1) if H > 1
+                     else (est_h, info_h))
+    # then the levels, top down
+    mu_a = numpyro.deterministic(
+        "mu_gain", _level("z_mu", jnp.asarray(pr.gain_loc), jnp.asarray(pr.gain_scale), est_t, info_t, 1)[0])
+    a_method = jnp.full(H, mu_a)
+    if H > 1:
+        a_method = _level("z_method", mu_a, tau_m, est_h, info_h, H)
+    a_group = _take(a_method, data.group_method, H)
+    if G > H:
+        a_group = _level("z_group", a_group, tau_g, est_g, info_g, G)
     centre = _take(a_group, data.cand_group, G) * dose
 
     s_hat = None
@@ -325,7 +339,7 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
         else:
             linked = target_gain
         centre = jnp.where(data.cand_target >= 0, linked, centre)
-    delta = _level("z_cand", centre, tau_c, info_c, C)
+    delta = _level("z_cand", centre, tau_c, est_c, info_c, C)
 
     def gain_at(a, d):
         if logit:

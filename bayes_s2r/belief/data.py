@@ -119,30 +119,41 @@ def _split_sensitivity(sdata) -> tuple[dict, type | None, tuple]:
 
 
 def evidence_information(stats: np.ndarray, cells: int, cell_cand, cell_policy, ctl: np.ndarray,
-                         age, prior: GainPrior, num_candidates: int) -> np.ndarray:
-    """Rough Fisher information of each candidate's effect δ_m (link scale) in its evidence.
+                         age, prior: GainPrior, num_candidates: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rough estimate of each candidate's effect δ_m (link scale) and its information.
 
-    Binomial cells give n·p(1 − p) on the logit scale (n / (p(1 − p)) on the J scale), paired
-    returns n / s² (times (p(1 − p))² on the logit scale); a cell under an older policy is
-    discounted by its drift, 1 / (1/I + drift²·age). The model uses it only to centre its
-    levels (see `models.gains`): it shapes the sampler's geometry, never the posterior.
+    Binomial cells give logit(p̂_t) − logit(p̂_c) with information n·p(1 − p) (the J-scale
+    difference with n / (p(1 − p)) for the identity link), paired returns their mean
+    difference with n / s² (converted to the logit scale by p(1 − p)); a cell under an older
+    policy is discounted by its drift, 1 / (1/I + drift²·age). The model uses these only to
+    centre its levels (see `models.gains`): they shape the sampler's geometry, never the
+    posterior.
+
+    Returns:
+        (estimate [C], information [C]); both 0 for a candidate without evidence.
     """
     logit = prior.link == "logit"
-    info = np.zeros(num_candidates)
+    info, wsum = np.zeros(num_candidates), np.zeros(num_candidates)
     for j in range(cells):
         m, p = int(cell_cand[j]), int(cell_policy[j])
         s_t, n_t, r_n, r_sum, r_ss = stats[:, j]
         pc = (ctl[0, p] + 1.0) / (ctl[1, p] + 2.0)
-        i_cell = 0.0
+        i_cell, e_cell = 0.0, 0.0
         if n_t > 0:
             pt = (s_t + 0.5) / (n_t + 1.0)
-            i_cell += n_t * pt * (1 - pt) if logit else n_t / (pt * (1 - pt))
+            i_b = n_t * pt * (1 - pt) if logit else n_t / (pt * (1 - pt))
+            d = (np.log(pt / (1 - pt)) - np.log(pc / (1 - pc))) if logit else pt - pc
+            i_cell, e_cell = i_cell + i_b, e_cell + i_b * d
         if r_n > 1:
             var = max((r_ss - r_sum**2 / r_n) / (r_n - 1), 1e-6)
-            i_cell += r_n / var * ((pc * (1 - pc)) ** 2 if logit else 1.0)
+            i_r = r_n / var * ((pc * (1 - pc)) ** 2 if logit else 1.0)
+            d = r_sum / r_n / (pc * (1 - pc)) if logit else r_sum / r_n
+            i_cell, e_cell = i_cell + i_r, e_cell + i_r * d
         if i_cell > 0:
-            info[m] += 1.0 / (1.0 / i_cell + prior.drift_scale**2 * float(age[p]))
-    return info
+            i_eff = 1.0 / (1.0 / i_cell + prior.drift_scale**2 * float(age[p]))
+            info[m] += i_eff
+            wsum[m] += i_eff * e_cell / i_cell
+    return wsum / np.maximum(info, 1e-12), info
 
 
 def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: Any = None,
@@ -289,7 +300,7 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
     dindex = {k: i for i, k in enumerate(directions)}
     target = np.array([dindex.get(c.targets, -1) for c in adapt], np.int32)
 
-    info = evidence_information(stats, len(keys), cc, cp, ctl, age, prior, len(adapt))
+    est, info = evidence_information(stats, len(keys), cc, cp, ctl, age, prior, len(adapt))
     data = GainData(
         cand_group=jnp.asarray([gindex[(c.method or NO_METHOD, c.lens)] for c in adapt], jnp.int32),
         cand_method=jnp.asarray([hindex[c.method or NO_METHOD] for c in adapt], jnp.int32),
@@ -307,6 +318,7 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
         returns_n=jnp.asarray(rn, jnp.float32),
         returns_mean=jnp.asarray(rmean, jnp.float32),
         returns_ss=jnp.asarray(rss, jnp.float32),
+        cand_est=jnp.asarray(est, jnp.float32),
         cand_info=jnp.asarray(info, jnp.float32),
     )
     spec = GainSpec(

@@ -44,7 +44,7 @@ TRACE_COUNT = {"nuts": 0}   # how many times a NUTS chain was traced (for re-tra
 # NUTS inlines the model's gradient in several places; LLVM's most expensive passes buy
 # little on these small arrays and cost seconds of compile time on a CPU.
 COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
-_HIDDEN = ("z_method", "z_group", "z_cand", "drift")
+_HIDDEN = ("z_mu", "z_method", "z_group", "z_cand", "drift")
 
 
 def _shape_key(tree) -> tuple:
