@@ -262,7 +262,8 @@ def _binomial(name: str, successes, episodes, *, logits=None, probs=None):
     s·log p + (n − s)·log(1 − p), the log-likelihood without its constant binomial coefficient
     (cheaper to compile and differentiate); `successes=None` samples them instead."""
     if successes is None:
-        d = dist.Binomial(episodes, logits=logits) if logits is not None else dist.Binomial(episodes, probs=probs)
+        n = jnp.asarray(episodes).astype(jnp.int32)   # the sampler needs whole counts
+        d = dist.Binomial(n, logits=logits) if logits is not None else dist.Binomial(n, probs=probs)
         return numpyro.sample(name, d.mask(episodes > 0).to_event(1))
     if logits is not None:
         log_p, log_q = jax.nn.log_sigmoid(logits), jax.nn.log_sigmoid(-logits)
