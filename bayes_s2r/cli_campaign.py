@@ -14,7 +14,10 @@ import typer
 from bayes_s2r.cli import _console, app
 from bayes_s2r.errors import InputError
 
-__all__ = ["DEMO_SETTINGS", "demo_command", "demo_config", "resume_command"]
+__all__ = [
+    "DEMO_SETTINGS", "decision_summary", "demo_command", "demo_config", "real_world_cards",
+    "resume_command",
+]
 
 #: Testbed and loop settings of the demo; --quick trades accuracy for a run of about a minute.
 DEMO_SETTINGS = {
@@ -48,39 +51,106 @@ def _executor(world: dict[str, Any]):
                            train_iterations=world["train_iterations"])
 
 
-def _round_printer(console, progress, task):
+def _note(row, alpha: float) -> str:
+    """Why a candidate cannot be chosen, in a few words (the decision table has the long form)."""
+    if row["feasible"]:
+        return ""
+    notes = []
+    if row.get("done"):
+        notes.append("already run")
+    if not row["safe"]:
+        notes.append(f"unsafe: UCB {row['ucb_exec']:.2f}>{alpha:g}")
+    if not row["affordable"]:
+        notes.append("over budget")
+    return ", ".join(notes) or "excluded"
+
+
+def _budget_text(b) -> str:
+    return f"real {b.real:.2f} h, compute {b.compute:.3f} h, eng {b.eng:.1f} h"
+
+
+def decision_summary(decision, t: int, budget, alpha_exec: float):
+    """One screen for one decision: the choice, its stability, and the U0 / CVU / Q table."""
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    if decision.best is not None:
+        head = (f"[bold]round {t}[/]: chose [bold green]{decision.best}[/]  "
+                f"(p_best {1 - decision.flip_probability:.2f}, flip probability "
+                f"{decision.flip_probability:.2f})")
+    else:
+        head = (f"[bold]round {t}[/]: [bold yellow]stop ({decision.stop_reason})[/]  "
+                f"(p_best(stop) {1 - decision.flip_probability:.2f})")
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1),
+                  collapse_padding=True)
+    table.add_column("candidate", no_wrap=True)
+    for col in ("mu_dJ", "C_lam", "U0", "CVU", "Q", "p_best"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("not feasible", no_wrap=True)
+    rows = decision.table.sort_values("Q", ascending=False)
+    p_best = decision.p_best
+    for name, row in rows.iterrows():
+        style = "bold green" if name == decision.best else ("dim" if not row["feasible"] else None)
+        pb = f"{float(p_best[name]):.2f}" if name in p_best.index else ""
+        table.add_row(name, f"{row['mu_dJ']:+.3f}", f"{row['C_lambda']:.3f}", f"{row['U0']:+.3f}",
+                      f"{row['CVU']:+.3f}", f"{row['Q']:+.3f}", pb, _note(row, alpha_exec), style=style)
+    foot = Text(f"C_lam: cost priced in J; p_best: share of posterior draws it wins\n"
+                f"budget before the round: {_budget_text(budget)}", style="dim")
+    return Group(head, table, foot)
+
+
+def _execution_line(report, t: int) -> str:
+    ex, d = report.execution, report.decision
+    believed = float(d.table.loc[d.best, "mu_dJ"])
+    pe = [r for r in ex.records if r.KIND == "paired_eval" and r.candidate == d.best and r.round == t]
+    if pe:
+        r = pe[0]
+        realized = (f"realized {r.delta_hat:+.3f} ({r.successes_treated}/{r.episodes_treated} vs "
+                    f"{r.successes_control}/{r.episodes_control} on the robot)")
+    else:
+        realized = "no paired evaluation"
+    if ex.policy is None:
+        policy = "policy unchanged"
+    else:
+        policy = f"policy {ex.policy} adopted" if report.adopted else f"policy {ex.policy} not adopted"
+    return (f"  ran {d.best}: believed {believed:+.3f}, {realized}\n"
+            f"  {policy}; spent {_budget_text(ex.cost)}")
+
+
+def _deployment_line(dep: dict) -> str:
+    verdict = "[bold green]deployable[/]" if dep["passes"] else "[bold red]NOT deployable[/]"
+    return (f"[bold]stopped[/] ({dep['stop_reason']}) at round {dep['round']}: deployed policy "
+            f"{dep['policy']}, J_real {dep['J_real']:.2f} ({dep['successes']}/{dep['episodes']})\n"
+            f"  deployment check: unsafe {dep['unsafe']}/{dep['episodes']}, UCB {dep['ucb_unsafe']:.3f} "
+            f"vs alpha_deploy {dep['alpha_deploy']:g}: {verdict}")
+
+
+def _round_printer(console, progress, task, state0):
+    budget = [state0.budget]
+
     def show(report) -> None:
+        t = report.state.round - 1  # the round that was just committed
         d = report.decision
-        t = report.state.round - 1 if report.state.status == "running" else report.state.round
         if d is not None:
-            table = d.table.sort_values("Q", ascending=False).head(6)
-            lines = [f"round {t}: " + (f"chose {d.best}" if d.best else f"stop ({d.stop_reason})")
-                     + f"   flip probability {float(d.flip_probability):.2f}"]
-            for name, row in table.iterrows():
-                mark = "*" if name == d.best else " "
-                lines.append(f"  {mark} {name:<12} mu_dJ {row['mu_dJ']:+.3f}  C_lambda {row['C_lambda']:.3f}"
-                             f"  U0 {row['U0']:+.3f}  CVU {row['CVU']:+.3f}  Q {row['Q']:+.3f}"
-                             + ("" if row["feasible"] else f"  ({row.get('excluded_reason') or 'excluded'})"))
-            console.print("\n".join(lines))
-        ex = report.execution
-        if ex is not None:
-            pe = [r for r in ex.records if r.KIND == "paired_eval"]
-            realized = f"realized dJ {pe[0].delta_hat:+.3f}" if pe else "no paired evaluation"
-            console.print(f"  -> {realized}; spent real {ex.cost.real:.2f} h, compute {ex.cost.compute:.3f} h, "
-                          f"eng {ex.cost.eng:.1f} h; policy {'adopted' if report.adopted else 'kept'}")
+            console.print(decision_summary(d, t, budget[0], report.state.config.alpha_exec))
+        if report.execution is not None:
+            console.print(_execution_line(report, t))
         if report.deployment is not None:
-            dep = report.deployment
-            console.print(f"stopped ({dep['stop_reason']}): deployed policy {dep['policy']} J_real "
-                          f"{dep['J_real']:.2f}, unsafe UCB {dep['ucb_unsafe']:.3f} vs alpha "
-                          f"{dep['alpha_deploy']}: {'deployable' if dep['passes'] else 'NOT deployable'}")
-        progress.update(task, completed=min(report.state.round, progress.tasks[task].total))
+            console.print(_deployment_line(report.deployment))
+        console.print()
+        budget[0] = report.state.budget
+        total = progress.tasks[task].total
+        progress.update(task, completed=min(report.state.round, total),
+                        description=f"round {min(report.state.round, total)}/{total}")
 
     return show
 
 
 def _run(ledger_path: Path, out: Path, world: dict[str, Any] | None, config=None) -> None:
     import jax
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from bayes_s2r.campaign import load_state, run_campaign, start_campaign
     from bayes_s2r.campaign.testbed import testbed_candidates
@@ -94,25 +164,38 @@ def _run(ledger_path: Path, out: Path, world: dict[str, Any] | None, config=None
             executor = _executor(world)
             candidates = testbed_candidates(world["eval_episodes"])
             start_campaign(ledger, candidates, config, executor, world=world)
-            shakedown = executor.shakedown(jax.random.key(config.seed), candidates)
+            console.print(f"[bold]campaign on the testbed[/]: sim 'sim_nominal' vs hidden real world "
+                          f"'{world['card']}'\n  budget {_budget_text(config.budget)}; "
+                          f"{config.max_rounds} rounds at most")
+            with console.status("safety shakedown on the robot (compiling the rollouts first)"):
+                shakedown = executor.shakedown(jax.random.key(config.seed), candidates)
             ledger.add_many(shakedown)
-            console.print(f"campaign on the testbed: sim 'sim_nominal' vs hidden real world '{world['card']}'; "
-                          f"budget real {config.budget.real} h, compute {config.budget.compute} h, "
-                          f"eng {config.budget.eng} h; {config.max_rounds} rounds at most")
-            console.print("safety shakedown before the campaign: " + ", ".join(
-                f"{r.candidate} {r.unsafe}/{r.executions} unsafe" for r in shakedown))
+            console.print("  safety shakedown: " + ", ".join(
+                f"{r.candidate} {r.unsafe}/{r.executions} unsafe" for r in shakedown) + "\n")
         else:
             world = ledger.get_meta("campaign.world")
             if not isinstance(world, dict) or "card" not in world:
                 raise InputError("--ledger", str(ledger_path), "a ledger of a testbed campaign (bayes-s2r demo)")
             executor = _executor(world)
         state = load_state(ledger)
-        with Progress(TextColumn("[bold]rounds"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                      TimeElapsedColumn(), console=console, transient=False) as progress:
-            task = progress.add_task("rounds", total=state.config.max_rounds, completed=state.round)
-            state = run_campaign(ledger, executor, on_round=_round_printer(progress.console, progress, task))
+        total = state.config.max_rounds
+        columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=False) as progress:
+            task = progress.add_task(f"round {min(state.round, total)}/{total}", total=total,
+                                     completed=min(state.round, total))
+            state = run_campaign(ledger, executor,
+                                 on_round=_round_printer(progress.console, progress, task, state))
         page = make_report(ledger, out, posterior="summary")
-    console.print(f"report: {page}   ledger: {ledger_path}   ({time.perf_counter() - started:.0f} s)")
+    console.print(f"report: {page}\nledger: {ledger_path}\n({time.perf_counter() - started:.0f} s)")
+
+
+def real_world_cards() -> list[str]:
+    """Names of the hidden real worlds shipped with the testbed."""
+    from importlib import resources
+
+    cards = resources.files("bayes_s2r.sim") / "cards"
+    return sorted(f.name[:-5] for f in cards.iterdir() if f.name.startswith("real_") and f.name.endswith(".toml"))
 
 
 @app.command("demo")
@@ -125,6 +208,10 @@ def demo_command(
     """Run a sim-to-real campaign on the built-in Brax testbed and write its report."""
     mode = "quick" if quick else "full"
     s = DEMO_SETTINGS[mode]
+    if world not in real_world_cards():
+        raise InputError("--world", world, f"a real-world card among {real_world_cards()}")
+    if out.exists() and not out.is_dir():
+        raise InputError("--out", str(out), "a folder (or a path where one can be made)")
     out.mkdir(parents=True, exist_ok=True)
     ledger_path = out / "ledger.sqlite"
     for suffix in ("", "-wal", "-shm"):  # the demo always starts a fresh campaign
@@ -140,6 +227,20 @@ def resume_command(
     out: Annotated[Path | None, typer.Option(help="Report folder (default: next to the ledger).")] = None,
 ) -> None:
     """Continue an interrupted testbed campaign from its last completed round."""
-    if not ledger.exists():
+    from bayes_s2r.campaign.state import META_KEYS, load_state
+    from bayes_s2r.evidence.ledger import Ledger
+
+    if not ledger.is_file():
         raise InputError("--ledger", str(ledger), "an existing ledger file")
+    with Ledger(ledger, create=False) as led:
+        state = load_state(led)
+        deployment = led.get_meta(META_KEYS["deployment"])
+    if state.status == "stopped":
+        console = _console()
+        console.print(f"the campaign in {ledger} has already finished ({len(state.history)} rounds): "
+                      "nothing to resume.")
+        if isinstance(deployment, dict):
+            console.print(_deployment_line(deployment))
+        console.print(f"its report: bayes-s2r report --ledger {ledger}")
+        return
     _run(ledger, out or ledger.parent, None)

@@ -139,7 +139,9 @@ def decide_command(
 ) -> None:
     """Which candidate should the next unit of budget go to, on the evidence in a ledger?"""
     from bayes_s2r.decision import decide
+    from bayes_s2r.evidence.io import load_candidates
 
+    load_candidates(candidates)  # a missing or malformed file is named before anything else
     tables = _side_tables(candidates)
     if budget is not None:
         b = Budget.from_mapping(parse_resources(budget, "--budget"))

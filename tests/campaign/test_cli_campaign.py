@@ -1,0 +1,172 @@
+"""`bayes-s2r demo`, `resume` and `decide` as a user runs them.
+
+The demo runs once per module, in a real subprocess (`--quick`); the other commands run in
+process through Typer's runner, on its ledger or on the example ledger shipped in the package.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import bayes_s2r.cli_campaign
+import bayes_s2r.cli_decide  # noqa: F401  (registers the commands on the app)
+from bayes_s2r.cli import app
+from bayes_s2r.evidence.ledger import Ledger
+from bayes_s2r.evidence.records import PairedEval
+
+EXAMPLES = importlib.resources.files("bayes_s2r") / "examples"
+EXAMPLE_CSV = str(EXAMPLES / "ledger.csv")
+EXAMPLE_TOML = str(EXAMPLES / "candidates.toml")
+
+
+def _cli() -> list[str]:
+    script = Path(sys.executable).with_name("bayes-s2r")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "from bayes_s2r.cli import main; main()"]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    started = time.perf_counter()
+    proc = subprocess.run([*_cli(), "demo", "--quick", "--out", str(out)], check=False,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out, proc.stdout, time.perf_counter() - started
+
+
+def test_demo_writes_ledger_and_report(demo):
+    out, _, _ = demo
+    ledger = out / "ledger.sqlite"
+    assert ledger.is_file()
+    page = (out / "index.html").read_text()
+    figures = re.findall(r'src="([^"]+\.png)"', page)
+    assert figures
+    for name in figures:
+        data = (out / name).read_bytes()
+        assert data.startswith(b"\x89PNG"), name
+    with Ledger(ledger, create=False) as led:
+        assert led.get_meta("campaign.status") == "stopped"
+        assert led.get_meta("deployment")["policy"]
+        assert led.counts().get("paired_eval", 0) >= 1
+
+
+def test_demo_prints_one_summary_per_decision(demo):
+    out, stdout, _ = demo
+    with Ledger(out / "ledger.sqlite", create=False) as led:
+        decisions = led.records("decision")
+    assert decisions
+    for rec in decisions:
+        if rec.table:  # a stop at the round limit has no table to show
+            what = f"chose {rec.chosen}" if rec.chosen else f"stop ({rec.stop_reason})"
+            assert re.search(rf"round {rec.round}: {re.escape(what)}", stdout), stdout
+    for column in ("mu_dJ", "C_lam", "U0", "CVU", "Q", "p_best"):
+        assert column in stdout
+    assert "stopped (" in stdout and "deployable" in stdout
+    assert "report:" in stdout and str(out / "index.html") in stdout.replace("\n", "")
+    assert "Traceback" not in stdout
+
+
+def test_resume_on_a_finished_campaign_says_so(demo, tmp_path):
+    out, _, _ = demo
+    ledger = tmp_path / "ledger.sqlite"
+    shutil.copy(out / "ledger.sqlite", ledger)
+    before = (ledger.stat().st_size, ledger.stat().st_mtime_ns)
+    result = CliRunner().invoke(app, ["resume", "--ledger", str(ledger)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "has already finished" in text and "nothing to resume" in text
+    assert "deployable" in text
+    assert (ledger.stat().st_size, ledger.stat().st_mtime_ns) == before
+    assert not (tmp_path / "index.html").exists()
+
+
+@pytest.fixture(scope="module")
+def example_ledger(tmp_path_factory):
+    path = tmp_path_factory.mktemp("example") / "example.sqlite"
+    result = CliRunner().invoke(app, ["ledger", "import", str(path), EXAMPLE_CSV])
+    if result.exit_code != 0:  # `ledger import` wants an existing ledger
+        CliRunner().invoke(app, ["ledger", "init", str(path)])
+        result = CliRunner().invoke(app, ["ledger", "import", str(path), EXAMPLE_CSV])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def test_decide_json_on_the_example_ledger(example_ledger):
+    result = CliRunner().invoke(app, [
+        "decide", "--ledger", str(example_ledger), "--candidates", EXAMPLE_TOML, "--method", "svi",
+        "--cvu-samples", "128", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    rows = {r["candidate"]: r for r in out["table"]}
+    assert out["best"] in rows and rows[out["best"]]["feasible"] is True
+    assert out["stop_reason"] is None
+    assert sum(out["p_best"].values()) == pytest.approx(1.0)
+    assert out["flip_probability"] == pytest.approx(1.0 - out["p_best"][out["best"]])
+    assert {"mu_dJ", "C_lambda", "U0", "CVU", "Q", "feasible"} <= set(rows[out["best"]])
+    assert {r["resource"] for r in out["weight_robustness"]} == {"real", "compute", "eng"}
+
+
+def test_decide_table_with_budget_and_weights(example_ledger):
+    result = CliRunner().invoke(app, [
+        "decide", "--ledger", str(example_ledger), "--candidates", EXAMPLE_TOML, "--method", "svi",
+        "--cvu-samples", "64", "--budget", "real=0,compute=100,eng=40",
+        "--weights", "real=0.02,compute=0.001,eng=0.004"])
+    assert result.exit_code == 0, result.output
+    assert "Chosen:" in result.stdout and "Excluded:" in result.stdout
+    # no robot-hours left: everything that spends them is out
+    (line,) = [ln for ln in result.stdout.splitlines() if ln.strip().startswith("ft_real:")]
+    assert "unaffordable" in line
+
+
+@pytest.mark.parametrize("args, message", [
+    (["decide", "--ledger", "{tmp}/missing.sqlite", "--candidates", EXAMPLE_TOML],
+     "expected an existing ledger file"),
+    (["decide", "--ledger", "{empty}", "--candidates", EXAMPLE_TOML],
+     "--ledger='{empty}': expected a ledger holding evidence (this one is empty)"),
+    (["decide", "--ledger", "{empty}", "--candidates", EXAMPLE_TOML, "--budget", "real=ten"],
+     "--budget.real='ten': expected a number"),
+    (["decide", "--ledger", "{empty}", "--candidates", EXAMPLE_TOML, "--budget", "real=1,gpu=2"],
+     "--budget='gpu=2': expected key=value with a key among"),
+    (["decide", "--ledger", "{empty}", "--candidates", EXAMPLE_TOML, "--budget", "real=-1"],
+     "--budget.real='-1': expected a finite number >= 0"),
+    (["decide", "--ledger", "{empty}", "--candidates", EXAMPLE_TOML, "--weights", "eng"],
+     "--weights='eng': expected key=value"),
+    (["decide", "--ledger", "{empty}", "--candidates", "{tmp}/none.toml"], "none.toml"),
+    (["fit", "--ledger", "{empty}", "--candidates", EXAMPLE_TOML], "this one is empty"),
+    (["fit", "--ledger", "{one}", "--candidates", EXAMPLE_TOML, "--method", "mcmc"],
+     "--method='mcmc': expected nuts or svi"),
+    (["decide", "--ledger", "{one}", "--candidates", EXAMPLE_TOML, "--method", "hmc"],
+     "--method='hmc': expected nuts or svi"),
+    (["resume", "--ledger", "{tmp}/missing.sqlite"], "--ledger="),
+    (["resume", "--ledger", "{empty}"], "a ledger holding a campaign"),
+    (["demo", "--world", "mars", "--out", "{tmp}/demo"], "--world='mars': expected a real-world card"),
+    (["demo", "--out", "{empty}"], "--out="),
+])
+def test_input_errors_exit_2_naming_the_field(tmp_path, args, message):
+    empty, one = tmp_path / "empty.sqlite", tmp_path / "one.sqlite"
+    Ledger(empty).close()
+    with Ledger(one) as ledger:
+        ledger.add(PairedEval("dr_narrow", 30, 50, 25, 50))
+    subs = {"tmp": str(tmp_path), "empty": str(empty), "one": str(one)}
+    result = CliRunner().invoke(app, [a.format(**subs) for a in args])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert message.format(**subs) in result.stderr
+    assert "Traceback" not in result.output and result.stdout == ""
+    assert not (tmp_path / "missing.sqlite").exists() and not (tmp_path / "demo").exists()
+    with Ledger(empty) as ledger:
+        assert len(ledger) == 0 and ledger.get_meta("campaign.config") is None
+    with Ledger(one) as ledger:
+        assert len(ledger) == 1 and ledger.get_meta("campaign.config") is None
