@@ -134,7 +134,8 @@ def targets(rows: list[dict]) -> dict:
         gap = None
         if best_recipe is not None and "oracle" in w:
             denom = w["oracle"]["final_J_mean"] - best_recipe
-            gap = None if abs(denom) < 1e-9 else round((q["final_J_mean"] - best_recipe) / denom, 3)
+            # undefined when the oracle is not above the best recipe (no gap to close)
+            gap = None if denom < 0.01 else round((q["final_J_mean"] - best_recipe) / denom, 3)
         out[world] = {
             "beats_every_non_oracle": all(q["final_J_mean"] > r["final_J_mean"] for r in others),
             "intervals_excluding_zero": sum(r["final_J_ci_high"] < 0 for r in others),
