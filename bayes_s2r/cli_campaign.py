@@ -6,6 +6,7 @@ Registered on the root `app` of `bayes_s2r.cli`. Heavy imports stay inside the c
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -159,6 +160,8 @@ def _run(ledger_path: Path, out: Path, world: dict[str, Any] | None, config=None
 
     console = _console()
     started = time.perf_counter()
+    # Brax says on every load that it is no longer maintained; the demo's reader cannot act on it
+    warnings.filterwarnings("ignore", message="Brax System", category=UserWarning)
     with Ledger(ledger_path) as ledger:
         if world is not None:  # a new campaign
             executor = _executor(world)

@@ -1,14 +1,14 @@
 """The notebooks run end to end: executed with nbclient in a fresh kernel, in a temporary
 working directory, with the small settings that `BAYES_S2R_QUICK=1` selects.
 
-The kernel is the Python running the tests (ipykernel's `python3` kernelspec resolves to
+The kernel is ipykernel in the Python running the tests (a temporary kernelspec names
 `sys.executable`), so the notebooks see the same installation as the suite.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,36 +20,37 @@ pytest.importorskip("ipykernel")
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
-def _kernel_name() -> str:
-    """ipykernel's own spec: `python3` resolved to this interpreter, wherever it lives."""
-    from jupyter_client.kernelspec import NATIVE_KERNEL_NAME, KernelSpecManager
-
-    KernelSpecManager().get_kernel_spec(NATIVE_KERNEL_NAME)  # raises if ipykernel is unusable
-    return NATIVE_KERNEL_NAME
+KERNEL = "bayes-s2r-tests"
 
 
-def run_notebook(name: str, workdir: Path, probe: str) -> dict:
+def _kernelspec(root: Path) -> dict:
+    """A kernelspec named KERNEL under `root` that runs ipykernel in this interpreter.
+
+    Pointing JUPYTER_PATH at it makes the choice of Python explicit: no user-level `python3`
+    spec and no `python` on PATH can send the notebooks to another installation.
+    """
+    spec = root / "kernels" / KERNEL
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python (bayes_s2r tests)", "language": "python",
+    }))
+    return {"JUPYTER_PATH": str(root)}
+
+
+def run_notebook(name: str, workdir: Path, probe: str, monkeypatch) -> dict:
     """Execute notebooks/<name> in `workdir`, then a probe cell that prints one JSON object."""
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(probe))
-    env = {**os.environ, "BAYES_S2R_QUICK": "1", "MPLBACKEND": "Agg"}
+    env = {"BAYES_S2R_QUICK": "1", "MPLBACKEND": "Agg", **_kernelspec(workdir / ".jupyter")}
     client = nbclient.NotebookClient(
-        nb, timeout=600, kernel_name=_kernel_name(), resources={"metadata": {"path": str(workdir)}},
+        nb, timeout=600, kernel_name=KERNEL, resources={"metadata": {"path": str(workdir)}},
     )
-    old = os.environ.copy()
-    os.environ.update(env)  # the kernel process inherits the test's environment
-    try:
-        client.execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    for key, value in env.items():  # the kernel process inherits the test's environment
+        monkeypatch.setenv(key, value)
+    client.execute()
     (out,) = [o for o in nb.cells[-1].outputs if o.get("name") == "stdout"]
     return json.loads(out["text"])
-
-
-def _errors(nb) -> list:
-    return [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-            if o.output_type == "error"]
 
 
 def test_notebooks_are_stored_without_outputs():
@@ -76,8 +77,8 @@ print(json.dumps({
 """
 
 
-def test_quickstart(tmp_path):
-    out = run_notebook("quickstart.ipynb", tmp_path, QUICKSTART_PROBE)
+def test_quickstart(tmp_path, monkeypatch):
+    out = run_notebook("quickstart.ipynb", tmp_path, QUICKSTART_PROBE, monkeypatch)
     assert out["best"] in out["candidates"] and out["feasible"] is True
     assert out["p_best_sum"] == pytest.approx(1.0)
     assert 0.0 <= out["flip"] <= 1.0
@@ -105,8 +106,8 @@ print(json.dumps({
 """
 
 
-def test_closed_loop(tmp_path):
-    out = run_notebook("closed_loop.ipynb", tmp_path, CLOSED_LOOP_PROBE)
+def test_closed_loop(tmp_path, monkeypatch):
+    out = run_notebook("closed_loop.ipynb", tmp_path, CLOSED_LOOP_PROBE, monkeypatch)
     assert out["status"] == "stopped" and 1 <= out["rounds"] <= 3
     assert out["decisions"] == out["rounds"]
     assert all(c is None or c in out["candidates"] for c in out["chosen"])

@@ -95,11 +95,9 @@ def test_resume_on_a_finished_campaign_says_so(demo, tmp_path):
 @pytest.fixture(scope="module")
 def example_ledger(tmp_path_factory):
     path = tmp_path_factory.mktemp("example") / "example.sqlite"
-    result = CliRunner().invoke(app, ["ledger", "import", str(path), EXAMPLE_CSV])
-    if result.exit_code != 0:  # `ledger import` wants an existing ledger
-        CliRunner().invoke(app, ["ledger", "init", str(path)])
-        result = CliRunner().invoke(app, ["ledger", "import", str(path), EXAMPLE_CSV])
-    assert result.exit_code == 0, result.output
+    for args in (["ledger", "init", str(path)], ["ledger", "import", str(path), EXAMPLE_CSV]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
     return path
 
 
