@@ -43,9 +43,9 @@ _LAZY = {
         "lookahead_trace_count",
     ], "bayes_s2r.decision"),
     **dict.fromkeys([
-        "CampaignConfig", "CampaignState", "Execution", "Executor", "RoundReport", "RoundSummary",
-        "SyntheticExecutor", "SyntheticWorld", "load_state", "resume_campaign", "run_campaign",
-        "run_round", "start_campaign",
+        "STRATEGY_IDS", "CampaignConfig", "CampaignState", "Choice", "Execution", "Executor",
+        "RoundReport", "RoundSummary", "SyntheticExecutor", "SyntheticWorld", "executor_memory",
+        "load_state", "make_chooser", "resume_campaign", "run_campaign", "run_round", "start_campaign",
     ], "bayes_s2r.campaign"),
     "make_report": "bayes_s2r.report",
 }
