@@ -162,8 +162,9 @@ def _run(ledger_path: Path, out: Path, world: dict[str, Any] | None, config=None
     started = time.perf_counter()
     # Brax says on every load that it is no longer maintained; the demo's reader cannot act on it
     warnings.filterwarnings("ignore", message="Brax System", category=UserWarning)
+    resuming = world is None
     with Ledger(ledger_path) as ledger:
-        if world is not None:  # a new campaign
+        if not resuming:  # a new campaign
             executor = _executor(world)
             candidates = testbed_candidates(world["eval_episodes"])
             start_campaign(ledger, candidates, config, executor, world=world)
@@ -181,6 +182,9 @@ def _run(ledger_path: Path, out: Path, world: dict[str, Any] | None, config=None
                 raise InputError("--ledger", str(ledger_path), "a ledger of a testbed campaign (bayes-s2r demo)")
             executor = _executor(world)
         state = load_state(ledger)
+        if resuming:
+            console.print(f"[bold]resuming the campaign[/] on '{world['card']}' at round {state.round}: "
+                          f"budget left {_budget_text(state.budget)}, deployed policy {state.policy}\n")
         total = state.config.max_rounds
         columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn())
