@@ -1,0 +1,170 @@
+"""The README's Results section, written from the benchmarks' JSON files.
+
+    python benchmarks/summarize.py                      # reads benchmarks/results/*.json
+    python benchmarks/summarize.py --results DIR        # another folder of the same files
+    python benchmarks/summarize.py --readme README.md   # also replace the README's section
+
+Prints Markdown. Each table names the command that produced its file; a file that is
+missing is skipped, so the section only ever shows what was measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+COMMANDS = {
+    "allocation": "python benchmarks/bench_allocation.py --worlds all --seeds 10 --out benchmarks/results/allocation.json",
+    "decide": "python benchmarks/bench_decide.py --full --out benchmarks/results/decide.json",
+    "fit": "python benchmarks/bench_fit.py --out benchmarks/results/fit.json",
+    "sbc_gains": "python benchmarks/sbc_gains.py --out benchmarks/results/sbc_gains.json",
+    "rollouts": ("python benchmarks/bench_rollouts.py --envs 256 1024 4096 --steps 200 --mujoco-envs 64 "
+                 "--out benchmarks/results/rollouts.json"),
+    "scaling": "python benchmarks/bench_scaling.py --devices 1,2,4 --out benchmarks/results/scaling.json",
+}
+
+
+def _load(folder: Path, name: str) -> dict | None:
+    path = folder / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _machine(data: dict) -> str:
+    m = data.get("machine", {})
+    load = m.get("load_avg")
+    where = f"{m.get('cores', '?')} cores, {m.get('backend', m.get('jax_backend', '?'))}"
+    return where + (f", load average {load[0]:.1f}" if load else "")
+
+
+def _head(name: str, title: str, data: dict) -> list[str]:
+    return [f"### {title}", "", f"`{COMMANDS[name]}` ({_machine(data)})", ""]
+
+
+def allocation(data: dict) -> list[str]:
+    s = data["settings"]
+    out = _head("allocation", "Allocation quality", data)
+    out += [(f"{len(s['worlds'])} hidden worlds × {s['seeds']} seeds × up to {s['rounds']} rounds, the same "
+            f"budget for every strategy (real {s['budget_real']:g} h, compute {s['budget_compute']:g}, "
+            f"eng {s['budget_eng']:g} h). Mean true J_real of the deployed policy; in brackets the 95% "
+            "paired interval of (strategy − q_cvu) over seeds; unsafe robot episodes per campaign."), ""]
+    strategies = s["strategies"]
+    out.append("| world | " + " | ".join(strategies) + " |")
+    out.append("|---" * (len(strategies) + 1) + "|")
+    for world in s["worlds"]:
+        rows = {r["strategy"]: r for r in data["results"] if r["world"] == world}
+        cells = []
+        for k in strategies:
+            r = rows[k]
+            ci = "" if k == "q_cvu" else f" [{r['final_J_ci_low']:+.2f}, {r['final_J_ci_high']:+.2f}]"
+            cells.append(f"{r['final_J_mean']:.2f}{ci}; {r['safety_violations']:.1f}")
+        out.append(f"| {world} | " + " | ".join(cells) + " |")
+    checks = data.get("summary", {})
+    if checks:
+        met = sum(bool(c.get("beats_every_non_oracle")) for c in checks.values())
+        out += ["", (f"The toolkit's rule has the best mean among the non-oracle strategies on {met} of "
+                f"{len(checks)} worlds.")]
+    return out + [""]
+
+
+def decide(data: dict) -> list[str]:
+    r = next(x for x in data["results"] if x.get("case") == "main")
+    out = _head("decide", "Decision engine", data)
+    out += ["| candidates × draws × outcomes | CVU | vs Python loop | vs bare matmul | warm decide() | compile |",
+            "|---|---|---|---|---|---|",
+            (f"| {r['candidates']} × {r['draws']} × {r['outcomes']} | {r['cvu_s'] * 1e3:.0f} ms | "
+            f"{r['speedup_vs_reference']:.0f}× faster | {r['cvu_over_floor']:.1f}× | "
+            f"{r['decide_warm_s'] * 1e3:.0f} ms | {r['compile_s']:.1f} s |"), ""]
+    return out
+
+
+def fit(data: dict) -> list[str]:
+    rows = {r["name"]: r for r in data["results"]}
+    s = data["settings"]
+    out = _head("fit", "Fitting the gains", data)
+    out += [(f"{s['candidates']} candidates, {s['rows']:,} trial rows, {s['num_chains']} chains × "
+            f"{s['num_samples']} draws."), "",
+            "| fit | wall (compile included) | warm | min bulk ESS | max R-hat |", "|---|---|---|---|---|"]
+    nf, nw = rows["nuts_first"], rows["nuts_warm"]
+    out.append(f"| NUTS | {nf['wall_s']:.1f} s | {nw['wall_s']:.1f} s | {nf['ess_bulk_min']:.0f} | "
+               f"{nf['rhat_max']:.3f} |")
+    sf, sw = rows["svi_first"], rows["svi_warm"]
+    out.append(f"| SVI | {sf['wall_s']:.1f} s | {sw['wall_s']:.2f} s | means within "
+               f"{sf['max_abs_mean_diff_vs_nuts']:.3f} of NUTS | |")
+    big = rows.get("nuts_warm_big")
+    if big:
+        out += ["", (f"{big['rows']:,} rows fit in {big['ratio_vs_rows']:.2f}× the time of {s['rows']:,} "
+                "(evidence is reduced to sufficient statistics first).")]
+    return out + [""]
+
+
+def sbc(data: dict) -> list[str]:
+    s = data["settings"]
+    r = next(x for x in data["results"] if x["name"] == "all")
+    out = _head("sbc_gains", "Calibration of the gains model", data)
+    lo, hi = r["band"]
+    out += [(f"{s['datasets']} datasets drawn from the model's prior, {r['intervals']} central 90% intervals: "
+            f"coverage {r['coverage']:.1%} (acceptance band {lo:.1%}–{hi:.1%}; target 85–95%)."), ""]
+    return out
+
+
+def rollouts(data: dict) -> list[str]:
+    out = _head("rollouts", "Testbed rollouts", data)
+    out += ["| environments | env-steps/s | Python loop over mj_step | ratio |", "|---|---|---|---|"]
+    for r in data["results"]:
+        out.append(f"| {r['envs']} | {r['steps_per_s']:,.0f} | {r['mujoco_loop_steps_per_s']:,.0f} | "
+                   f"{r['ratio']:.1f}× |")
+    return out + [""]
+
+
+def scaling(data: dict) -> list[str]:
+    out = _head("scaling", "Devices", data)
+    out += ["| devices | rollout env-steps/s | look-ahead | max abs diff vs one device |", "|---|---|---|---|"]
+    for r in data["results"]:
+        out.append(f"| {r['backend']} × {r['devices']} | {r['steps_per_s']:,.0f} | "
+                   f"{r['lookahead_s'] * 1e3:.0f} ms | {r['max_abs_diff_vs_single']:.1g} |")
+    notes = data.get("notes") or []
+    return out + ([""] + [notes[0]] if notes else []) + [""]
+
+
+SECTIONS = [("allocation", allocation), ("decide", decide), ("fit", fit), ("sbc_gains", sbc),
+            ("rollouts", rollouts), ("scaling", scaling)]
+
+
+def summarize(folder: Path) -> str:
+    lines = ["## Results", "",
+             ("Measured with the commands shown; `python benchmarks/summarize.py --readme README.md` "
+             "rewrites this section from `benchmarks/results/`."), ""]
+    for name, fn in SECTIONS:
+        data = _load(folder, name)
+        if data is not None:
+            lines += fn(data)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_readme(readme: Path, section: str) -> None:
+    """Replace the README's "## Results" section (up to the next "## ") with `section`."""
+    text = readme.read_text()
+    pattern = re.compile(r"^## Results\n.*?(?=^## |\Z)", flags=re.S | re.M)
+    if not pattern.search(text):
+        raise SystemExit(f"{readme} has no '## Results' section to replace")
+    readme.write_text(pattern.sub(lambda _: section + "\n", text, count=1))
+
+
+def main(argv=None) -> str:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--results", default=str(HERE / "results"))
+    p.add_argument("--readme", default=None, help="README file whose Results section to replace")
+    args = p.parse_args(argv)
+    text = summarize(Path(args.results))
+    print(text, end="")
+    if args.readme:
+        write_readme(Path(args.readme), text)
+    return text
+
+
+if __name__ == "__main__":
+    main()
