@@ -148,7 +148,7 @@ def summarize(folder: Path) -> str:
 def write_readme(readme: Path, section: str) -> None:
     """Replace the README's "## Results" section (up to the next "## ") with `section`."""
     text = readme.read_text()
-    pattern = re.compile(r"^## Results\n.*?(?=^## |\Z)", flags=re.S | re.M)
+    pattern = re.compile(r"^## Results\n.*?(?=^## |\Z)", flags=re.DOTALL | re.MULTILINE)
     if not pattern.search(text):
         raise SystemExit(f"{readme} has no '## Results' section to replace")
     readme.write_text(pattern.sub(lambda _: section + "\n", text, count=1))
