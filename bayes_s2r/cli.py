@@ -66,7 +66,9 @@ def _root(
 def _console():
     from rich.console import Console
 
-    return Console(highlight=False)
+    # soft_wrap: long plain-text rows (decision tables) are never folded, so piped or
+    # redirected output keeps one row per line; rich tables still fit the width.
+    return Console(highlight=False, soft_wrap=True)
 
 
 def _suffix(file: Path, field: str) -> str:
