@@ -27,6 +27,22 @@ def _count(field: str, value: Any, minimum: int) -> int:
     return value
 
 
+def _gain_prior(value: Any):
+    """A `GainPrior` from itself or from a mapping of its fields (as stored in the ledger)."""
+    from bayes_s2r.models.gains import GainPrior
+
+    if isinstance(value, GainPrior):
+        return value
+    fields = {f.name for f in dataclasses.fields(GainPrior)}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise InputError("config.fit_options.prior", value, "a GainPrior or a mapping of its fields")
+    unknown = sorted(set(value) - fields)
+    if unknown:
+        raise InputError(f"config.fit_options.prior.{unknown[0]}", value[unknown[0]],
+                         f"a field among {sorted(fields)}")
+    return GainPrior(**value)
+
+
 @dataclasses.dataclass(frozen=True)
 class CampaignConfig:
     """Everything a campaign needs besides its candidates and its executor.
@@ -47,7 +63,9 @@ class CampaignConfig:
             shows it worse than the current one (default False: a lab does not deploy a
             measured regression; the evidence is kept either way).
         allow_bad_belief: decide on a belief that failed its diagnostics.
-        fit_options: further keyword arguments of `fit_gains` (e.g. svi_steps, num_samples).
+        fit_options: further keyword arguments of `fit_gains` (e.g. svi_steps, num_samples,
+            prior). `prior` is a `GainPrior` or a mapping of its fields; it is stored in the
+            ledger as that mapping, so a resumed campaign fits with the same prior.
         seed: the campaign's seed; round t uses a key folded from it and t.
     """
 
@@ -87,11 +105,14 @@ class CampaignConfig:
         if not isinstance(self.fit_options, Mapping) or not all(isinstance(k, str) for k in self.fit_options):
             raise InputError("config.fit_options", self.fit_options, "a mapping of fit_gains keyword arguments")
         allowed = {"num_warmup", "num_samples", "num_chains", "svi_steps", "svi_learning_rate",
-                   "svi_guide", "target_accept_prob", "max_tree_depth", "use_sensitivity"}
+                   "svi_guide", "target_accept_prob", "max_tree_depth", "use_sensitivity", "prior"}
         for k in self.fit_options:
             if k not in allowed:
                 raise InputError(f"config.fit_options.{k}", self.fit_options[k], f"a key among {sorted(allowed)}")
-        object.__setattr__(self, "fit_options", dict(self.fit_options))
+        options = dict(self.fit_options)
+        if "prior" in options:
+            options["prior"] = _gain_prior(options["prior"])
+        object.__setattr__(self, "fit_options", options)
         for f in ("accept_regressions", "allow_bad_belief"):
             if not isinstance(getattr(self, f), bool):
                 raise InputError(f"config.{f}", getattr(self, f), "true or false")
@@ -100,7 +121,7 @@ class CampaignConfig:
         out = dataclasses.asdict(self)
         out["budget"] = dataclasses.asdict(self.budget)
         out["weights"] = dataclasses.asdict(self.weights)
-        out["fit_options"] = dict(self.fit_options)
+        out["fit_options"] = {k: dataclasses.asdict(v) if k == "prior" else v for k, v in self.fit_options.items()}
         return out
 
     @classmethod

@@ -160,3 +160,31 @@ def test_the_oracle_is_never_worse_on_the_synthetic_world(tmp_path):
                 assert kinds <= {strategy, None}
     best_other = max(np.mean(v) for s, v in finals.items() if s != "oracle")
     assert np.mean(finals["oracle"]) >= best_other - 1e-9
+
+
+def test_a_configured_gain_prior_survives_the_ledger_and_reaches_the_fit(tmp_path, monkeypatch):
+    from bayes_s2r.models.gains import GainPrior
+
+    from bayes_s2r.campaign import loop
+
+    wide = GainPrior(candidate_scale=2.0)
+    cfg = synthetic_config(fit_options={"svi_steps": 50, "prior": wide})
+    state, ledger = _state(tmp_path, _three_methods(), cfg)
+    assert state.config.fit_options["prior"] == wide  # stored as a mapping, read back as a GainPrior
+    seen = {}
+    real_fit = bs.fit_gains
+
+    def spy(*args, **kwargs):
+        seen["prior"] = kwargs.get("prior")
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr("bayes_s2r.belief.fit_gains", spy)
+    loop.fit_round_belief(ledger.records(), state, seed=0)
+    assert seen["prior"] == wide
+    ledger.close()
+
+
+@pytest.mark.parametrize("prior", [{"no_such_field": 1.0}, "wide", {"candidate_scale": -1.0}])
+def test_a_bad_gain_prior_is_refused_by_name(prior):
+    with pytest.raises(bs.InputError, match="prior"):
+        synthetic_config(fit_options={"prior": prior})
