@@ -11,7 +11,8 @@ import bayes_s2r as bs
 def test_smoke_prints_the_agreed_schema(tmp_path, capsys):
     out = tmp_path / "allocation.json"
     result = bench_allocation.main(["--synthetic", "--seeds", "2", "--rounds", "2", "--svi-steps", "200",
-                                    "--cvu-samples", "16", "--out", str(out)])
+                                    "--cvu-samples", "16", "--seed-start", "100",
+                                    "--gain-prior", '{"candidate_scale": 2.0}', "--out", str(out)])
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(out.read_text()) == json.loads(json.dumps(result))
     assert set(printed) >= {"benchmark", "machine", "settings", "results"}
@@ -20,7 +21,11 @@ def test_smoke_prints_the_agreed_schema(tmp_path, capsys):
     rows = printed["results"]
     assert {r["strategy"] for r in rows} == set(bs.campaign.STRATEGY_IDS)
     keys = {"world", "strategy", "final_J_mean", "final_J_ci_low", "final_J_ci_high", "spent",
-            "safety_violations", "deploy_pass_rate", "regret_vs_oracle"}
+            "safety_violations", "deploy_pass_rate", "regret_vs_oracle", "net_utility_mean"}
+    assert printed["settings"]["seed_start"] == 100
+    assert printed["settings"]["gain_prior"] == {"candidate_scale": 2.0}
+    for world in printed["summary"].values():
+        assert {"beats_every_non_oracle", "beats_every_equally_safe", "net_utility_best_non_oracle"} <= set(world)
     for r in rows:
         assert keys <= set(r)
         assert set(r["spent"]) == {"real", "compute", "eng"}
