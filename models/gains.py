@@ -83,7 +83,11 @@ class GainPrior:
         link: "logit" (default) or "identity" (additive on the J scale; useful for checks).
         gain_loc, gain_scale: prior of μ_A, the mean effect at the reference batch.
         method_scale, group_scale, candidate_scale: HalfNormal scales of τ_method, τ_group,
-            τ_cand (the values themselves when `fixed_scales`).
+            τ_cand (the values themselves when `fixed_scales`). The candidate scale
+            defaults to 2 (weakly informative on the logit scale): an intervention that
+            removes a failure mechanism takes J from about 0.02 to about 0.97, some 7
+            logits, and a narrower prior would call that impossible, so from a failing
+            policy every candidate would look worthless.
         fixed_scales: hold the three τ's at the given values (a Gaussian prior per candidate).
         baseline_loc, baseline_scale: prior of each policy's control level α_p.
         kappa_loc, kappa_scale: prior of log κ_g, the dose-response half-saturation constant
@@ -100,7 +104,7 @@ class GainPrior:
     gain_scale: float = 0.5
     method_scale: float = 0.5
     group_scale: float = 0.3
-    candidate_scale: float = 0.3
+    candidate_scale: float = 2.0
     fixed_scales: bool = False
     baseline_loc: float = 0.0
     baseline_scale: float = 1.5

@@ -60,8 +60,9 @@ class CampaignConfig:
         utility: the decision functional ("mean", "lcb", "cvar").
         deploy_episodes: episodes of the deployment evaluation at the stop.
         accept_regressions: adopt an adaptation's policy even when its paired evaluation
-            shows it worse than the current one (default False: a lab does not deploy a
-            measured regression; the evidence is kept either way).
+            does not show it better than the current one (default False: a lab does not
+            deploy a measured regression, and a tie keeps the incumbent; the evidence is
+            kept either way).
         allow_bad_belief: decide on a belief that failed its diagnostics.
         fit_options: further keyword arguments of `fit_gains` (e.g. svi_steps, num_samples,
             prior). `prior` is a `GainPrior` or a mapping of its fields; it is stored in the

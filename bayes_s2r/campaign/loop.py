@@ -185,7 +185,8 @@ def run_round(ledger: Ledger, executor: Executor, *, chooser=None) -> RoundRepor
         if isinstance(rec, PairedEval) and rec.round == t and rec.policy in (None, state.policy):
             current_J = rec.successes_control / rec.episodes_control
             if execution.policy is not None and rec.candidate == candidate.name:
-                adopted = cfg.accept_regressions or rec.delta_hat >= 0
+                # a tie keeps the incumbent: 0/48 against 0/48 says nothing for the new policy
+                adopted = cfg.accept_regressions or rec.delta_hat > 0
                 if adopted:
                     policy = execution.policy
                     current_J = rec.successes_treated / rec.episodes_treated

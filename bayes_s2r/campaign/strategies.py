@@ -3,8 +3,7 @@
 A chooser is a callable `chooser(state, ledger, *, seed) -> Choice`. The campaign loop
 (`run_round(..., chooser=...)`) runs whichever it is handed and records its choice the same
 way, so strategies can be compared on equal terms: same candidates, same budget, same
-executor, same adoption rule (a policy is adopted only when its paired evaluation does not
-show a regression).
+executor, same adoption rule (a policy is adopted only when its paired evaluation shows it better).
 
 | id            | rule                                                                        |
 | ------------- | --------------------------------------------------------------------------- |
