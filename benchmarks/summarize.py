@@ -65,8 +65,10 @@ def allocation(data: dict) -> list[str]:
     checks = data.get("summary", {})
     if checks:
         met = sum(bool(c.get("beats_every_non_oracle")) for c in checks.values())
+        safe = sum(bool(c.get("beats_every_equally_safe")) for c in checks.values())
         out += ["", (f"The toolkit's rule has the best mean among the non-oracle strategies on {met} of "
-                f"{len(checks)} worlds.")]
+                f"{len(checks)} worlds, and strictly the best among the strategies with no more unsafe "
+                f"episodes than it on {safe} of {len(checks)}.")]
     return out + [""]
 
 
