@@ -20,7 +20,7 @@ from bayes_s2r.campaign.state import META_KEYS, CampaignState, init_campaign, lo
 from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.io import candidate_to_mapping
 from bayes_s2r.evidence.ledger import Ledger
-from bayes_s2r.evidence.records import DecisionRecord, PairedEval, RealizedCost
+from bayes_s2r.evidence.records import DecisionRecord, DeploymentEval, PairedEval, RealizedCost
 from bayes_s2r.vocab import validate_candidates
 
 __all__ = ["RoundReport", "executor_memory", "resume_campaign", "run_campaign", "run_round", "start_campaign"]
@@ -132,13 +132,38 @@ def _version() -> str:
     return __version__
 
 
+def adoption_level(evidence, state: CampaignState) -> DeploymentEval | None:
+    """The level of a just-adopted policy that nothing else has measured yet, or None.
+
+    The treated arm of the paired evaluation that adopted π ran π itself: it measures J(π).
+    Until a later round evaluates π as the control, this is the only measurement of the
+    policy the gains now refer to; without it the belief would put π's level at its prior
+    (J ≈ 0.5) and price every gain from there. It is returned as a level-only record for
+    the gains fit (it is not evidence of deployment safety and never enters the ledger).
+    """
+    origin = (state.adoptions or {}).get(state.policy)
+    if origin is None:
+        return None
+    evidence = list(evidence)
+    if any(isinstance(r, (PairedEval, DeploymentEval)) and r.policy == state.policy for r in evidence):
+        return None
+    for r in evidence:
+        if (isinstance(r, PairedEval) and r.candidate == origin["candidate"] and r.round == origin["round"]
+                and r.policy in (None, origin["parent"])):
+            return DeploymentEval(state.policy, episodes=r.episodes_treated, successes=r.successes_treated,
+                                  unsafe=0, round=origin["round"])
+    return None
+
+
 def fit_round_belief(evidence, state: CampaignState, seed: int):
     """The gain belief and execution-risk belief of round t, fitted on all evidence so far."""
     from bayes_s2r.belief import fit_exec_risk, fit_gains
 
     cfg = state.config
-    belief = fit_gains(evidence, state.candidates, method=cfg.fit_method, seed=seed,
-                       current_policy=state.policy, **cfg.fit_options)
+    evidence = list(evidence)
+    level = adoption_level(evidence, state)
+    belief = fit_gains(evidence + ([level] if level is not None else []), state.candidates,
+                       method=cfg.fit_method, seed=seed, current_policy=state.policy, **cfg.fit_options)
     risk = fit_exec_risk(evidence, state.candidates)
     return belief, risk
 
@@ -202,6 +227,9 @@ def run_round(ledger: Ledger, executor: Executor, *, chooser=None) -> RoundRepor
         if execution.new_candidates:
             ledger.set_meta(META_KEYS["candidates"], [candidate_to_mapping(c) for c in candidates])
         ledger.set_meta(META_KEYS["policy"], policy)
+        if adopted:
+            origin = {"parent": state.policy, "candidate": candidate.name, "round": t}
+            ledger.set_meta(META_KEYS["adoptions"], {**(state.adoptions or {}), policy: origin})
         if current_J is not None:
             ledger.set_meta(META_KEYS["current_J"], float(current_J))
         ledger.set_meta(META_KEYS["completed"], t)

@@ -29,6 +29,7 @@ META_KEYS = {
     "status": "campaign.status",
     "world": "campaign.world",
     "deployment": "deployment",
+    "adoptions": "campaign.adoptions",
 }
 
 
@@ -67,6 +68,8 @@ class CampaignState(NamedTuple):
         history: RoundSummary of every completed round.
         config: the campaign's configuration.
         status: "running" or "stopped".
+        adoptions: policy id -> {"parent", "candidate", "round"}: how each adopted policy
+            came to be (the adaptation applied to its parent and the round it ran).
     """
 
     round: int
@@ -78,6 +81,7 @@ class CampaignState(NamedTuple):
     history: tuple[RoundSummary, ...]
     config: CampaignConfig
     status: str
+    adoptions: dict | None = None
 
 
 def _candidates_from_meta(items: list[dict[str, Any]]) -> tuple[Candidate, ...]:
@@ -150,4 +154,5 @@ def load_state(ledger: Ledger) -> CampaignState:
         history=tuple(history),
         config=config,
         status=ledger.get_meta(META_KEYS["status"], "running"),
+        adoptions=ledger.get_meta(META_KEYS["adoptions"], {}),
     )

@@ -1,5 +1,6 @@
 """The closed loop on a synthetic world with known answers: rounds, stopping, resume."""
 
+import itertools
 import os
 import signal
 import subprocess
@@ -51,7 +52,7 @@ def test_every_round_is_recorded_and_the_budget_only_shrinks(finished):
     spent = sum((bs.Cost(c.real, c.compute, c.eng) for c in costs), bs.Cost())
     assert state.budget == synthetic_config().budget.spend(spent)
     budgets = [r.state.budget.as_array() for r in reports]
-    assert all((a >= b).all() for a, b in zip(budgets, budgets[1:]))
+    assert all((a >= b).all() for a, b in itertools.pairwise(budgets))
 
 
 def test_believed_and_realized_gains_are_kept_apart(finished):
@@ -68,7 +69,7 @@ def test_believed_and_realized_gains_are_kept_apart(finished):
 
 
 def test_a_non_repeatable_candidate_runs_once(tmp_path):
-    ledger, state, _ = _run(tmp_path / "c.sqlite", max_rounds=4,
+    ledger, _state, _ = _run(tmp_path / "c.sqlite", max_rounds=4,
                             weights=bs.ResourceWeights(real=0.0, compute=0.02, eng=0.0))
     chosen = [d.chosen for d in ledger.records(bs.DecisionRecord)]
     assert chosen.count("si_once") <= 1
@@ -117,3 +118,27 @@ def test_kill_and_resume_gives_the_uninterrupted_result(tmp_path, finished):
     assert {r.id for r in ledger.records()} == {r.id for r in reference.records()}
     assert state.policy == ref_state.policy and state.budget == ref_state.budget
     assert ledger.get_meta("deployment") == reference.get_meta("deployment")
+
+
+def test_an_adopted_policy_is_fitted_at_its_measured_level(finished):
+    from bayes_s2r.campaign.loop import adoption_level
+
+    ledger, state, reports = finished
+    adoptions = ledger.get_meta("campaign.adoptions", {})
+    for report in reports:
+        if report.adopted:
+            origin = adoptions[report.execution.policy]
+            assert origin["candidate"] == report.decision.best
+    # a state right after an adoption: its level is the treated arm of the adopting evaluation
+    ev = [bs.PairedEval("dr", 45, 48, 0, 48, round=0, policy="pi0")]
+    just = state._replace(policy="pi1", adoptions={"pi1": {"parent": "pi0", "candidate": "dr", "round": 0}})
+    level = adoption_level(ev, just)
+    assert (level.policy, level.successes, level.episodes) == ("pi1", 45, 48)
+    # once pi1 has been evaluated as a control, its own measurements take over
+    later = [*ev, bs.PairedEval("si", 40, 48, 44, 48, round=1, policy="pi1")]
+    assert adoption_level(later, just) is None
+    assert adoption_level(ev, state._replace(policy="pi0", adoptions={})) is None
+    # and the fitted level follows the measurement, not the prior's 0.5
+    belief, _ = bs.campaign.loop.fit_round_belief(ev, just._replace(candidates=tuple(
+        bs.Candidate(n, "adaptation", "data", outcome=bs.BinomialPairedOutcome(48)) for n in ("dr", "si"))), seed=0)
+    assert belief.extra["baseline"] > 0.8
