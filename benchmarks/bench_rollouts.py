@@ -15,10 +15,9 @@ from __future__ import annotations
 import argparse
 import time
 
+import common
 import jax
 import numpy as np
-
-import common
 
 
 def _mujoco_loop(policy, n_envs: int, steps: int, n_frames: int, init_scale: float, seed: int) -> float:
@@ -46,9 +45,6 @@ def _mujoco_loop(policy, n_envs: int, steps: int, n_frames: int, init_scale: flo
 
 
 def run(envs: list[int], steps: int, chunk: int | None, repeats: int, mujoco_envs: int, seed: int) -> dict:
-    import brax
-    import mujoco
-
     from bayes_s2r import sim
 
     policy = sim.nominal_policy()

@@ -25,9 +25,9 @@ def synthetic_world():
 
 
 def synthetic_config(**changes):
-    base = dict(budget=bs.Budget(real=4.0, compute=20.0, eng=8.0),
-                weights=bs.ResourceWeights(real=0.05, compute=0.005, eng=0.01),
-                max_rounds=3, cvu_samples=64, fit_method="svi", deploy_episodes=100, seed=3)
+    base = {"budget": bs.Budget(real=4.0, compute=20.0, eng=8.0),
+                "weights": bs.ResourceWeights(real=0.05, compute=0.005, eng=0.01),
+                "max_rounds": 3, "cvu_samples": 64, "fit_method": "svi", "deploy_episodes": 100, "seed": 3}
     base.update(changes)
     return bs.CampaignConfig(**base)
 
