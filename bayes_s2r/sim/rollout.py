@@ -10,6 +10,24 @@ policy (plus a known excitation signal, for identification), push the action thr
 latency buffer, integrate `n_frames` physics steps, check the success and safety limits.
 Once the pole passes `fall_limit` or the cart passes `rail_end` the state freezes, which
 keeps the `generalized` pipeline away from the ±90° hinge limit where it returns NaN.
+
+Each environment has its own episode function (`_EPISODES`) with the same inputs and outputs;
+the cart-pole's is `_episode`, the reacher's `_episode_reacher`. The reacher task:
+
+- Initial state: arm joints uniform in ±init_scale around the MJCF's init pose (stretched
+  along x), joint velocities uniform in ±init_scale; the target is placed at the fingertip
+  position of a random joint-space pose: shoulder uniform in `REACHER_TARGET_SHOULDER`,
+  elbow uniform in `REACHER_TARGET_ELBOW` (rad), so every target is reachable.
+- Observation: [shoulder error, elbow error, shoulder velocity, elbow velocity], the errors
+  taken to the target's joint-space pose (analytic inverse kinematics of the target position,
+  elbow-positive branch; shoulder error wrapped to (−π, π]), plus noise; `obs_bias` offsets
+  the shoulder error.
+- Success: no unsafe event and the fingertip within `protocol.reach_tolerance` of the target
+  at each of the last `protocol.hold_steps` control steps.
+- Unsafe: an arm joint speed above `protocol.speed_limit` (or a non-finite state); the state
+  freezes there. `EpisodeStats.fell` then flags the overspeed, `rail_hit` is always False.
+- steps_alive: control steps before the unsafe event (the horizon when there is none).
+- score: mean over the horizon of alive × max(0, 1 − distance / `REACHER_REACH`).
 """
 
 from __future__ import annotations
@@ -46,25 +64,50 @@ TRACE_COUNTS: collections.Counter = collections.Counter()
 
 
 class LinearPolicy(NamedTuple):
-    """a = clip(weights · obs + bias, -1, 1). Leading axes, if any, are batch axes."""
+    """a = clip(weights · obs + bias, -1, 1). Leading axes, if any, are batch axes.
+
+    Shapes depend on the world's action size `act` (`World.act_size`):
+
+    - act == 1 (cart-pole): weights [obs], bias [] (a scalar); one action.
+    - act > 1 (reacher): weights [act, obs], bias [act]; an action vector.
+
+    A batch of B policies adds a leading axis: [B, obs] / [B] or [B, act, obs] / [B, act].
+    The rollouts tell a single policy from a batch by comparing the weights' shape with the
+    world's single-policy shape. The flat form is weights (row-major) then bias:
+    act · obs + act numbers.
+    """
 
     weights: jax.Array
     bias: jax.Array
 
     @classmethod
-    def zeros(cls, obs_size: int = 4) -> LinearPolicy:
-        return cls(jnp.zeros((obs_size,), jnp.float32), jnp.zeros((), jnp.float32))
+    def zeros(cls, obs_size: int = 4, act_size: int = 1) -> LinearPolicy:
+        if act_size == 1:
+            return cls(jnp.zeros((obs_size,), jnp.float32), jnp.zeros((), jnp.float32))
+        return cls(jnp.zeros((act_size, obs_size), jnp.float32), jnp.zeros((act_size,), jnp.float32))
 
     def flat(self) -> jax.Array:
-        return jnp.concatenate([self.weights, self.bias[None]])
+        """The parameters of one policy as a vector."""
+        w, b = jnp.asarray(self.weights), jnp.asarray(self.bias)
+        if w.ndim == 1:
+            return jnp.concatenate([w, b[None]])
+        return jnp.concatenate([w.reshape(-1), b.reshape(-1)])
 
     @classmethod
-    def from_flat(cls, theta: jax.Array) -> LinearPolicy:
-        return cls(theta[..., :-1], theta[..., -1])
+    def from_flat(cls, theta: jax.Array, act_size: int = 1) -> LinearPolicy:
+        """The policy (or batch, over leading axes) of flat parameters `theta` [..., act·obs + act]."""
+        if act_size == 1:
+            return cls(theta[..., :-1], theta[..., -1])
+        size = theta.shape[-1]
+        if size % act_size or size // act_size < 2:
+            raise InputError("policy.theta", theta.shape, f"a last axis of act_size × (obs + 1) with act_size={act_size}")
+        obs = size // act_size - 1
+        w = theta[..., :act_size * obs].reshape(theta.shape[:-1] + (act_size, obs))
+        return cls(w, theta[..., act_size * obs:])
 
 
 def act(policy: LinearPolicy, obs: jax.Array) -> jax.Array:
-    """The policy's action in [-1, 1] for one observation."""
+    """The policy's action in [-1, 1] for one observation (a scalar, or [act] when act > 1)."""
     return jnp.clip(jnp.dot(policy.weights, obs) + policy.bias, -1.0, 1.0)
 
 
@@ -102,7 +145,8 @@ class Trajectory(NamedTuple):
 
     Attributes:
         obs: what the policy saw (noisy, biased), [B, T, obs].
-        action: commanded action after excitation and clipping (before latency), [B, T].
+        action: commanded action after excitation and clipping (before latency), [B, T]
+            ([B, T, act] when the world has act > 1 actuators).
         q, qd: true joint positions and velocities after each step, [B, T, q], [B, T, qd].
         alive: no success-limit violation up to and including this step, [B, T].
         init_q, init_qd: true initial state, [B, q], [B, qd].
@@ -165,6 +209,87 @@ def _episode(env: str, protocol: Protocol, policy, params: Params, q0, qd0, key,
     return stats, (obs, a, q, qd, alive_t)
 
 
+#: Reacher target distribution (joint-space pose, rad) and arm geometry (m): upper arm length,
+#: fingertip offset along the forearm (from the MJCF), and the score's distance scale (reach).
+REACHER_TARGET_SHOULDER = (-1.5, 1.5)
+REACHER_TARGET_ELBOW = (0.3, 2.3)
+REACHER_UPPER = 0.1
+REACHER_TIP = 0.11
+REACHER_REACH = REACHER_UPPER + REACHER_TIP
+
+
+def _reacher_fk(shoulder, elbow):
+    """Fingertip (x, y) of the arm at joint angles (shoulder, elbow)."""
+    x = REACHER_UPPER * jnp.cos(shoulder) + REACHER_TIP * jnp.cos(shoulder + elbow)
+    y = REACHER_UPPER * jnp.sin(shoulder) + REACHER_TIP * jnp.sin(shoulder + elbow)
+    return x, y
+
+
+def _reacher_ik(x, y):
+    """Joint angles (shoulder, elbow >= 0) that put the fingertip at (x, y) (clipped to reach)."""
+    l1, l2 = REACHER_UPPER, REACHER_TIP
+    c = (x * x + y * y - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
+    elbow = jnp.arccos(jnp.clip(c, -1.0, 1.0))
+    shoulder = jnp.arctan2(y, x) - jnp.arctan2(l2 * jnp.sin(elbow), l1 + l2 * jnp.cos(elbow))
+    return shoulder, elbow
+
+
+def _episode_reacher(env: str, protocol: Protocol, policy, params: Params, q0, qd0, key, excitation):
+    """One reacher episode (task in the module docstring); same outputs as `_episode`. Traceable."""
+    from brax import math as bmath
+    from brax.generalized import pipeline
+
+    spec = ENVS[env]
+    sys = apply_params(_base_system(env), params, spec["n_frames"], spec["pole_link"])
+    lo, hi = sys.actuator.ctrl_range[:, 0], sys.actuator.ctrl_range[:, 1]
+    latency = jnp.clip(jnp.round(params.latency), 0, MAX_LATENCY).astype(jnp.int32)
+    p = protocol
+    state0 = pipeline.init(sys, q0, qd0)
+    goal = jnp.stack(_reacher_ik(q0[2], q0[3]))  # the target never moves
+    bias = jnp.zeros(spec["obs_size"]).at[spec["bias_index"]].set(params.obs_bias)
+    tip_offset = jnp.array([REACHER_TIP, 0.0, 0.0])
+    hold = min(p.hold_steps, p.horizon)
+
+    def distance(state):
+        tip = state.x.pos[1] + bmath.rotate(tip_offset, state.x.rot[1])
+        return jnp.linalg.norm(tip[:2] - state.x.pos[2, :2])
+
+    def step(carry, inputs):
+        state, buf, alive, steps, score = carry
+        t, exc = inputs
+        err = state.q[:2] - goal
+        err = err.at[0].set(jnp.arctan2(jnp.sin(err[0]), jnp.cos(err[0])))
+        true_obs = jnp.concatenate([err, state.qd[:2]])
+        noise = jax.random.normal(jax.random.fold_in(key, t), true_obs.shape) * params.obs_noise
+        obs = true_obs + noise + bias
+        a = jnp.clip(act(policy, obs) + exc, -1.0, 1.0)
+        buf = jnp.concatenate([a[None], buf[:-1]])
+        applied = buf[latency]
+        ctrl = (applied + 1.0) * (hi - lo) * 0.5 + lo
+        new = jax.lax.fori_loop(0, spec["n_frames"], lambda _, s: pipeline.step(sys, s, ctrl), state)
+        finite = jnp.all(jnp.isfinite(new.q)) & jnp.all(jnp.isfinite(new.qd))
+        new = jax.tree.map(lambda n, o: jnp.where(~alive | ~finite, o, n), new, state)
+        alive = alive & finite & jnp.all(jnp.abs(new.qd[:2]) <= p.speed_limit)
+        dist = distance(new)
+        near = alive & (dist <= p.reach_tolerance)
+        score = score + jnp.where(alive, jnp.clip(1.0 - dist / REACHER_REACH, 0.0, 1.0), 0.0)
+        steps = steps + alive.astype(jnp.int32)
+        return (new, buf, alive, steps, score), (obs, a, new.q, new.qd, alive, near)
+
+    buf0 = jnp.zeros((MAX_LATENCY + 1, spec["act_size"]), jnp.float32)
+    carry0 = (state0, buf0, jnp.array(True), jnp.array(0, jnp.int32), jnp.array(0.0))
+    ts = jnp.arange(p.horizon)
+    (_, _, alive, steps, score), out = jax.lax.scan(step, carry0, (ts, excitation))
+    obs, a, q, qd, alive_t, near_t = out
+    success = alive & jnp.all(near_t[-hold:])
+    stats = EpisodeStats(success, ~alive, ~alive, jnp.array(False), steps, score / p.horizon)
+    return stats, (obs, a, q, qd, alive_t)
+
+
+#: The episode function of each environment (same signature and outputs).
+_EPISODES = {"inverted_pendulum": _episode, "reacher": _episode_reacher}
+
+
 #: Episodes per compiled call. Every batch is padded to a multiple of CHUNK and run chunk by
 #: chunk through one compiled function, so each (environment, protocol) compiles once,
 #: whatever the batch size (the generalized pipeline takes tens of seconds to compile).
@@ -174,7 +299,8 @@ CHUNK = 256
 @functools.partial(jax.jit, static_argnames=("env", "protocol"))
 def _chunk_fn(env, protocol, policies, params, q0, qd0, keys, excitation):
     TRACE_COUNTS["rollout"] += 1
-    fn = lambda pol, prm, a, b, k, e: _episode(env, protocol, pol, prm, a, b, k, e)
+    episode = _EPISODES[env]
+    fn = lambda pol, prm, a, b, k, e: episode(env, protocol, pol, prm, a, b, k, e)
     stats, (obs, a, q, qd, alive) = jax.vmap(fn)(policies, params, q0, qd0, keys, excitation)
     return stats, Trajectory(obs, a, q, qd, alive, q0, qd0)
 
@@ -221,6 +347,8 @@ def _run_split(env, protocol, tree, record, mesh):
 def sample_init(key: jax.Array, world: World, n: int) -> tuple[jax.Array, jax.Array]:
     """`n` initial states (q0 [n, q], qd0 [n, qd]) from the protocol's distribution."""
     sys = world.sys
+    if world.env == "reacher":
+        return _sample_init_reacher(key, world, n)
     k1, k2 = jax.random.split(key)
     s = world.protocol.init_scale
     q0 = sys.init_q + jax.random.uniform(k1, (n, sys.q_size()), minval=-s, maxval=s)
@@ -228,9 +356,31 @@ def sample_init(key: jax.Array, world: World, n: int) -> tuple[jax.Array, jax.Ar
     return q0, qd0
 
 
-def _broadcast_policy(policy: LinearPolicy, n: int) -> LinearPolicy:
+def _sample_init_reacher(key: jax.Array, world: World, n: int) -> tuple[jax.Array, jax.Array]:
+    """Reacher initial states: arm near its init pose, target at the tip of a random pose."""
+    sys = world.sys
+    k1, k2, k3, k4 = jax.random.split(key, 4)
+    s = world.protocol.init_scale
+    arm = sys.init_q[:2] + jax.random.uniform(k1, (n, 2), minval=-s, maxval=s)
+    shoulder = jax.random.uniform(k2, (n,), minval=REACHER_TARGET_SHOULDER[0], maxval=REACHER_TARGET_SHOULDER[1])
+    elbow = jax.random.uniform(k3, (n,), minval=REACHER_TARGET_ELBOW[0], maxval=REACHER_TARGET_ELBOW[1])
+    q0 = jnp.concatenate([arm, jnp.stack(_reacher_fk(shoulder, elbow), axis=1)], axis=1)
+    qd_arm = jax.random.uniform(k4, (n, 2), minval=-s, maxval=s)
+    qd0 = jnp.concatenate([qd_arm, jnp.zeros((n, sys.qd_size() - 2))], axis=1)
+    return q0, qd0
+
+
+def _broadcast_policy(policy: LinearPolicy, n: int, act_size: int = 1, obs_size: int | None = None) -> LinearPolicy:
     w = jnp.asarray(policy.weights, jnp.float32)
     b = jnp.asarray(policy.bias, jnp.float32)
+    if act_size > 1:
+        single = (act_size, obs_size)
+        if w.shape == single and b.shape == (act_size,):
+            return LinearPolicy(jnp.broadcast_to(w, (n,) + single), jnp.broadcast_to(b, (n, act_size)))
+        if w.shape != (n,) + single or b.shape != (n, act_size):
+            raise InputError("policy.weights", (w.shape, b.shape),
+                             f"weights {single} and bias {(act_size,)}, or a batch of {n} of them")
+        return LinearPolicy(w, b)
     if w.ndim == 1:
         return LinearPolicy(jnp.broadcast_to(w, (n, w.shape[0])), jnp.broadcast_to(b, (n,)))
     if w.shape[0] != n:
@@ -255,7 +405,8 @@ def simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: P
         policy: one `LinearPolicy` or a batch of B.
         params: `Params` of arrays of shape [B].
         init: optional (q0 [B, q], qd0 [B, qd]); matched initial states for paired comparisons.
-        excitation: optional [B, T] signal added to the actions (known to the experimenter).
+        excitation: optional [B, T] signal added to the actions (known to the experimenter);
+            [B, T, act] when the world has act > 1 actuators.
         record: also return the `Trajectory`.
         chunk: episodes per compiled call (default `CHUNK`; another value compiles once more).
 
@@ -266,11 +417,12 @@ def simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: P
     k_init, k_noise = jax.random.split(key)
     q0, qd0 = init if init is not None else sample_init(k_init, world, n)
     keys = jax.random.split(k_noise, n)
-    exc = jnp.zeros((n, world.protocol.horizon), jnp.float32) if excitation is None else jnp.asarray(
-        excitation, jnp.float32)
-    if exc.shape != (n, world.protocol.horizon):
-        raise InputError("excitation", exc.shape, f"shape {(n, world.protocol.horizon)}")
-    pol = _broadcast_policy(policy, n)
+    act_size = world.act_size
+    exc_shape = (n, world.protocol.horizon) + ((act_size,) if act_size > 1 else ())
+    exc = jnp.zeros(exc_shape, jnp.float32) if excitation is None else jnp.asarray(excitation, jnp.float32)
+    if exc.shape != exc_shape:
+        raise InputError("excitation", exc.shape, f"shape {exc_shape}")
+    pol = _broadcast_policy(policy, n, act_size, world.obs_size)
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise InputError("chunk", chunk, "a whole number >= 1 or None")
     return _run_chunks(world.env, world.protocol, pol, params, q0, qd0, keys, exc, record, chunk)

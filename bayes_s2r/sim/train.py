@@ -141,8 +141,9 @@ def _sim_evaluator(world: World, spec: DRSpec | None, P: int, E: int):
         noise = jax.random.split(k_noise, E)
         tile = lambda x: jnp.tile(x, (P,) + (1,) * (x.ndim - 1))
         batch = jax.tree.map(tile, (xi, q0, qd0, noise))
-        exc = jnp.zeros((P * E, T), jnp.float32)
-        return _run_chunks(world.env, world.protocol, LinearPolicy.from_flat(thetas), *batch, exc, False)
+        exc = jnp.zeros((P * E, T) + ((world.act_size,) if world.act_size > 1 else ()), jnp.float32)
+        policies = LinearPolicy.from_flat(thetas, world.act_size)
+        return _run_chunks(world.env, world.protocol, policies, *batch, exc, False)
 
     return evaluate
 
@@ -183,7 +184,7 @@ def train_cem(key: jax.Array, world: World, policy: LinearPolicy | None = None, 
     start = time.perf_counter()
     P, E, T = config.population, config.episodes, world.protocol.horizon
     evaluate = _sim_evaluator(world, spec, P, E)
-    mean = (policy or LinearPolicy.zeros(world.obs_size)).flat().astype(jnp.float32)
+    mean = (policy or LinearPolicy.zeros(world.obs_size, world.act_size)).flat().astype(jnp.float32)
     sd = jnp.full_like(mean, config.init_sd)
     history = []
     for _ in range(config.iterations):
@@ -195,7 +196,7 @@ def train_cem(key: jax.Array, world: World, policy: LinearPolicy | None = None, 
         elite = pop[jnp.argsort(-fit)[:config.elite]]
         mean, sd = elite.mean(axis=0), elite.std(axis=0) + 0.02
         history.append(float(fit.mean()))
-    return TrainResult(LinearPolicy.from_flat(mean), np.asarray(history), P * E * T * config.iterations,
+    return TrainResult(LinearPolicy.from_flat(mean, world.act_size), np.asarray(history), P * E * T * config.iterations,
                        time.perf_counter() - start)
 
 
@@ -226,12 +227,12 @@ def train_es(key: jax.Array, world: World, policy: LinearPolicy | None = None, *
     """
     config = _check_config(config or ESConfig())
     start = time.perf_counter()
-    theta = (policy or LinearPolicy.zeros(world.obs_size)).flat().astype(jnp.float32)
+    theta = (policy or LinearPolicy.zeros(world.obs_size, world.act_size)).flat().astype(jnp.float32)
     P, E, T = config.population, config.episodes, world.protocol.horizon
 
     evaluate = _sim_evaluator(world, spec, P, E)
     theta, fitness = es_loop(key, theta, config, evaluate, T)
-    return TrainResult(LinearPolicy.from_flat(theta), fitness, P * E * T * config.iterations,
+    return TrainResult(LinearPolicy.from_flat(theta, world.act_size), fitness, P * E * T * config.iterations,
                        time.perf_counter() - start)
 
 

@@ -9,6 +9,17 @@ gradients through it), runs the pendulum at about the speed of `positional` for 
 to ~1,000 environments on a CPU, and keeps the MJCF time step, so sim, "real" and the
 identified model all integrate the same equations.
 
+Environments (`ENVS`):
+
+- ``inverted_pendulum`` (default): cart-pole balancing; one actuator (the cart), observation
+  [cart position, pole angle, cart velocity, pole velocity]; the pole link is mass-scaled.
+- ``reacher``: a planar two-link arm (shoulder, elbow) that must bring its fingertip to a
+  target; two actuators, observation [shoulder error, elbow error, shoulder velocity, elbow
+  velocity], where the errors are to the target's joint-space pose (its analytic inverse
+  kinematics, elbow-positive branch; the shoulder error is wrapped to (−π, π]). Both arm links
+  are mass-scaled; `obs_bias` offsets the shoulder reading. The task and its success and
+  unsafe criteria are stated in `bayes_s2r.sim.rollout`.
+
 World cards are small TOML files shipped in `bayes_s2r/sim/cards/`:
 
     name = "real_latency"
@@ -37,9 +48,15 @@ from bayes_s2r.vocab import PolicyInterface
 
 __all__ = ["ENVS", "Protocol", "World", "apply_params", "list_cards", "load_card", "make_world"]
 
-#: Supported environments: name -> (MJCF file inside brax, physics frames per action, pole link).
+#: Supported environments: name -> MJCF file inside brax, physics frames per action, the
+#: mass-scaled link(s) ("pole_link": an index, or a tuple of indices), the action size, the
+#: observation size and the observation channel that `obs_bias` offsets.
 ENVS: dict[str, dict[str, Any]] = {
-    "inverted_pendulum": {"xml": "envs/assets/inverted_pendulum.xml", "n_frames": 2, "pole_link": 1},
+    "inverted_pendulum": {"xml": "envs/assets/inverted_pendulum.xml", "n_frames": 2, "pole_link": 1,
+                          "act_size": 1, "obs_size": 4, "bias_index": 1},
+    # MJCF time step 0.01 s: 4 frames per 0.04 s control period keep it at the nominal ξ.
+    "reacher": {"xml": "envs/assets/reacher.xml", "n_frames": 4, "pole_link": (0, 1),
+                "act_size": 2, "obs_size": 4, "bias_index": 0},
 }
 
 
@@ -55,6 +72,14 @@ class Protocol:
         fall_limit: |pole angle| beyond this is an unsafe event (the pole fell); the episode
             freezes there (the physics is not integrated towards the ±90° hinge limit).
         rail_end: |cart position| beyond this is an unsafe event (cart hit the rail end).
+        reach_tolerance: reacher only: success needs the fingertip within this distance (m)
+            of the target ...
+        hold_steps: ... at each of the last `hold_steps` control steps (at most the horizon).
+        speed_limit: reacher only: an arm joint faster than this (rad/s) is an unsafe event
+            (the arm whips around); the episode freezes there.
+
+    horizon and init_scale serve both environments; angle_limit, rail_limit, fall_limit and
+    rail_end only the cart-pole; reach_tolerance, hold_steps and speed_limit only the reacher.
     """
 
     horizon: int = 200
@@ -63,6 +88,9 @@ class Protocol:
     rail_limit: float = 0.9
     fall_limit: float = 0.5
     rail_end: float = 0.95
+    reach_tolerance: float = 0.02
+    hold_steps: int = 10
+    speed_limit: float = 15.0
 
     def __post_init__(self):
         if isinstance(self.horizon, bool) or not isinstance(self.horizon, int) or not 1 <= self.horizon <= 5000:
@@ -75,6 +103,13 @@ class Protocol:
         if self.fall_limit < self.angle_limit or self.rail_end < self.rail_limit:
             raise InputError("protocol.fall_limit", (self.fall_limit, self.rail_end),
                              "unsafe limits at least as wide as the success limits")
+        if isinstance(self.hold_steps, bool) or not isinstance(self.hold_steps, int) or self.hold_steps < 1:
+            raise InputError("protocol.hold_steps", self.hold_steps, "a whole number of steps >= 1")
+        for f in ("reach_tolerance", "speed_limit"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise InputError(f"protocol.{f}", v, "a finite number > 0")
+            object.__setattr__(self, f, float(v))
         if self.fall_limit >= 1.5:
             raise InputError("protocol.fall_limit", self.fall_limit, "below the ±1.57 rad hinge limit")
 
@@ -89,16 +124,22 @@ def _base_system(env: str):
     # The protocol freezes an episode before any joint limit is reached (fall_limit < 90°,
     # rail_end < 1 m), so the limit constraints never act; dropping them removes the
     # constraint solver from every step (about 2x faster, much shorter compiles).
+    # Reacher: the target's slide joints never move (no force acts on them); the elbow's
+    # ±3 rad limit is dropped too (the task's targets keep the elbow within 0.3..2.3 rad, but
+    # nothing stops a policy from folding the arm past ±3 rad).
     return sys.replace(dof=sys.dof.replace(limit=None))
 
 
 def apply_params(sys, params: Params, n_frames: int, pole_link: int):
     """A copy of `sys` with ξ applied (jittable; `params` may be traced).
 
-    Scales the pole link's mass and inertia, every joint's damping and the actuator gear, and
-    sets the physics time step to control_period / n_frames.
+    Scales the mass and inertia of the pole link (`pole_link`: an index; or a tuple of indices,
+    e.g. the reacher's two arm links), every joint's damping and the actuator gear, and sets
+    the physics time step to control_period / n_frames.
     """
     inertia = sys.link.inertia
+    if not isinstance(pole_link, int):
+        pole_link = jnp.asarray(pole_link, jnp.int32)
     mass = inertia.mass.at[pole_link].multiply(params.mass_scale)
     inert = inertia.i.at[pole_link].multiply(params.mass_scale)
     return sys.tree_replace({
@@ -155,15 +196,25 @@ class World:
 
     @property
     def obs_size(self) -> int:
-        return self.sys.q_size() + self.sys.qd_size()
+        return ENVS[self.env]["obs_size"]
+
+    @property
+    def act_size(self) -> int:
+        """Actuators (1: one scalar action; more: an action vector, see `LinearPolicy`)."""
+        return ENVS[self.env]["act_size"]
 
     @property
     def interface(self) -> PolicyInterface:
         """The policy interface: observation layout, action bounds, control rate, latency assumed."""
-        units = {"cart_pos": "m", "pole_angle": "rad", "cart_vel": "m/s", "pole_vel": "rad/s"}
+        if self.env == "reacher":
+            units = {"shoulder_err": "rad", "elbow_err": "rad", "shoulder_vel": "rad/s", "elbow_vel": "rad/s"}
+            bounds = ((-1.0, 1.0),) * self.act_size
+        else:
+            units = {"cart_pos": "m", "pole_angle": "rad", "cart_vel": "m/s", "pole_vel": "rad/s"}
+            bounds = (-1.0, 1.0)
         return PolicyInterface(
             observation={k: {"shape": (), "units": u, "normalization": "none"} for k, u in units.items()},
-            action_kind="continuous", action_mode="torque", action_bounds=(-1.0, 1.0),
+            action_kind="continuous", action_mode="torque", action_bounds=bounds,
             action_clamp=True, control_hz=round(1.0 / float(self.params.control_period), 6),
             action_hold="zero_order_hold", assumed_latency_steps=0,
         )
