@@ -17,6 +17,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
+#: The README's "## Results" section: from its heading up to the next "## " heading.
+RESULTS_SECTION = re.compile(r"^## Results\n.*?(?=^## |\Z)", flags=re.DOTALL | re.MULTILINE)
+
 COMMANDS = {
     "allocation": "python benchmarks/bench_allocation.py --worlds all --seeds 10 --out benchmarks/results/allocation.json",
     "decide": "python benchmarks/bench_decide.py --full --out benchmarks/results/decide.json",
@@ -150,10 +153,9 @@ def summarize(folder: Path) -> str:
 def write_readme(readme: Path, section: str) -> None:
     """Replace the README's "## Results" section (up to the next "## ") with `section`."""
     text = readme.read_text()
-    pattern = re.compile(r"^## Results\n.*?(?=^## |\Z)", flags=re.DOTALL | re.MULTILINE)
-    if not pattern.search(text):
+    if not RESULTS_SECTION.search(text):
         raise SystemExit(f"{readme} has no '## Results' section to replace")
-    readme.write_text(pattern.sub(lambda _: section + "\n", text, count=1))
+    readme.write_text(RESULTS_SECTION.sub(lambda _: section + "\n", text, count=1))
 
 
 def main(argv=None) -> str:

@@ -2,14 +2,13 @@
 
 Each function mirrors one of `bayes_s2r.sim.rollout` (same arguments plus `devices=`) and
 calls the very same jitted batch function: the inputs that carry the batch (ξ, policies,
-initial states, excitation) are padded to a multiple of the device count and placed with a
-`NamedSharding`, so `jax.jit` partitions the episodes over the devices. The results are
-cut back to the requested number of episodes.
+initial states, excitation) are padded and placed with a `NamedSharding` (inside a
+`use_devices` block, by `bayes_s2r.sim.rollout`), so `jax.jit` partitions the episodes over
+the devices. The results are cut back to the requested number of episodes.
 
 Same key, same episodes: a sharded call returns exactly what the single-device call returns.
-Initial states are drawn here exactly as `simulate_batch` draws them, so that every batched
-input is split over the devices. Padding keeps the equality because JAX's default random
-numbers (`jax_threefry_partitionable`, on by default) are prefix-stable: the first n of
+Padding keeps the equality because JAX's default random numbers
+(`jax_threefry_partitionable`, on by default) are prefix-stable: the first n of
 `split(key, n + p)` are `split(key, n)`, so the per-episode noise keys `simulate_batch`
 derives for the padded batch begin with those of the original one.
 
@@ -20,24 +19,18 @@ the batch therefore runs as one chunk (`chunk_for`), which keeps it split over t
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from bayes_s2r.distributed.placement import batch_length, place_batch, place_replicated, unpad
+from bayes_s2r.distributed.devices import use_devices
 from bayes_s2r.errors import InputError
 from bayes_s2r.sim.params import DRSpec, Params, broadcast_params, sample_params
-from bayes_s2r.sim.rollout import EpisodeStats, LinearPolicy, sample_init, simulate_batch
+from bayes_s2r.sim.rollout import EpisodeStats, LinearPolicy, simulate_batch
 from bayes_s2r.sim.world import World
 
 __all__ = ["chunk_for", "sharded_rollout", "sharded_rollout_dr", "sharded_simulate_batch"]
-
-
-#: `simulate_batch` takes the episodes per compiled call (`chunk=`).
-_HAS_CHUNK = "chunk" in inspect.signature(simulate_batch).parameters
 
 
 def chunk_for(episodes: int, devices: int) -> int:
@@ -82,30 +75,12 @@ def sharded_simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, p
     """
     if not isinstance(params, Params):
         raise InputError("params", type(params).__name__, "a Params of arrays of shape [B]")
-    n = batch_length(params, "params")
-    horizon = world.protocol.horizon
-    if init is None:  # the initial states simulate_batch would draw from `key`
-        init = sample_init(jax.random.split(key)[0], world, n)
-    if not (isinstance(init, tuple) and len(init) == 2):
+    if init is not None and not (isinstance(init, tuple) and len(init) == 2):
         raise InputError("init", type(init).__name__, "a pair (q0 [B, q], qd0 [B, qd])")
-    exc = jnp.zeros((n, horizon), jnp.float32) if excitation is None else jnp.asarray(excitation, jnp.float32)
-    if exc.shape != (n, horizon):
-        raise InputError("excitation", exc.shape, f"shape {(n, horizon)}")
-    weights, bias = jnp.asarray(policy.weights, jnp.float32), jnp.asarray(policy.bias, jnp.float32)
-    if weights.ndim == 1:
-        weights, bias = jnp.broadcast_to(weights, (n,) + weights.shape), jnp.broadcast_to(bias, (n,))
-    if weights.ndim != 2 or weights.shape[0] != n:
-        raise InputError("policy.weights", weights.shape, f"one policy [obs] or a batch [{n}, obs]")
-    # Everything that carries the batch is split over the devices (one compiled variant).
-    batch = {"params": params, "init": tuple(jnp.asarray(x, jnp.float32) for x in init),
-             "excitation": exc, "policy": LinearPolicy(weights, bias)}
-    placed = place_batch(batch, devices)
-    b = placed.tree
-    extra = {"chunk": chunk_for(n, placed.mesh.size)} if placed.mesh.size > 1 and _HAS_CHUNK else {}
-    out = simulate_batch(place_replicated(key, placed.mesh), world, b["policy"], b["params"],
-                         init=b["init"], excitation=b["excitation"], record=record, **extra)
-    padded = batch_length(b["params"])
-    return unpad(out, placed.length, padded)
+    # The split itself lives where every rollout passes (`sim.rollout._run_chunks` under an
+    # active mesh), so sweeps and training get it too; this function only names the devices.
+    with use_devices(devices):
+        return simulate_batch(key, world, policy, params, init=init, excitation=excitation, record=record)
 
 
 def sharded_rollout(key: jax.Array, world: World, policy: LinearPolicy, episodes: int,

@@ -19,7 +19,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Self
 
 from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.records import RECORD_TYPES, Record, record_from_dict
@@ -238,7 +238,7 @@ class Ledger:
             self._conn.close()
             self._conn = None
 
-    def __enter__(self) -> Ledger:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

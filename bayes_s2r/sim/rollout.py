@@ -161,30 +161,46 @@ class Trajectory(NamedTuple):
     init_qd: jax.Array
 
 
-def _episode(env: str, protocol: Protocol, policy, params: Params, q0, qd0, key, excitation):
-    """One episode; returns (EpisodeStats, per-step (obs, action, q, qd, alive)). Traceable."""
+def _setup(env: str, params: Params, q0, qd0):
+    """The episode's (spec, system at ξ, latency in steps, initial pipeline state)."""
     from brax.generalized import pipeline
 
     spec = ENVS[env]
     sys = apply_params(_base_system(env), params, spec["n_frames"], spec["pole_link"])
-    lo, hi = sys.actuator.ctrl_range[:, 0], sys.actuator.ctrl_range[:, 1]
     latency = jnp.clip(jnp.round(params.latency), 0, MAX_LATENCY).astype(jnp.int32)
+    return spec, sys, latency, pipeline.init(sys, q0, qd0)
+
+
+def _control_step(spec, sys, policy, params: Params, latency, key, t, exc, true_obs, bias, buf, state):
+    """Observe (noise, bias), act, delay the action by the latency, step the physics.
+
+    Returns (obs, action, action buffer, new state, whether the new state is finite).
+    """
+    from brax.generalized import pipeline
+
+    lo, hi = sys.actuator.ctrl_range[:, 0], sys.actuator.ctrl_range[:, 1]
+    noise = jax.random.normal(jax.random.fold_in(key, t), true_obs.shape) * params.obs_noise
+    obs = true_obs + noise + bias
+    a = jnp.clip(act(policy, obs) + exc, -1.0, 1.0)
+    buf = jnp.concatenate([a[None], buf[:-1]])
+    ctrl = (buf[latency] + 1.0) * (hi - lo) * 0.5 + lo
+    new = jax.lax.fori_loop(0, spec["n_frames"], lambda _, s: pipeline.step(sys, s, ctrl), state)
+    finite = jnp.all(jnp.isfinite(new.q)) & jnp.all(jnp.isfinite(new.qd))
+    return obs, a, buf, new, finite
+
+
+def _episode(env: str, protocol: Protocol, policy, params: Params, q0, qd0, key, excitation):
+    """One episode; returns (EpisodeStats, per-step (obs, action, q, qd, alive)). Traceable."""
+    spec, sys, latency, state0 = _setup(env, params, q0, qd0)
     p = protocol
-    state0 = pipeline.init(sys, q0, qd0)
     bias = jnp.zeros(q0.shape[0] + qd0.shape[0]).at[1].set(params.obs_bias)
 
     def step(carry, inputs):
         state, buf, alive, term, steps, score = carry
         t, exc = inputs
         true_obs = jnp.concatenate([state.q, state.qd])
-        noise = jax.random.normal(jax.random.fold_in(key, t), true_obs.shape) * params.obs_noise
-        obs = true_obs + noise + bias
-        a = jnp.clip(act(policy, obs) + exc, -1.0, 1.0)
-        buf = jnp.concatenate([a[None], buf[:-1]])
-        applied = buf[latency]
-        ctrl = (applied + 1.0) * (hi - lo) * 0.5 + lo
-        new = jax.lax.fori_loop(0, spec["n_frames"], lambda _, s: pipeline.step(sys, s, ctrl), state)
-        finite = jnp.all(jnp.isfinite(new.q)) & jnp.all(jnp.isfinite(new.qd))
+        obs, a, buf, new, finite = _control_step(spec, sys, policy, params, latency, key, t, exc,
+                                                 true_obs, bias, buf, state)
         keep_old = term | ~finite
         new = jax.tree.map(lambda n, o: jnp.where(keep_old, o, n), new, state)
         x, ang = new.q[0], new.q[1]
@@ -237,14 +253,9 @@ def _reacher_ik(x, y):
 def _episode_reacher(env: str, protocol: Protocol, policy, params: Params, q0, qd0, key, excitation):
     """One reacher episode (task in the module docstring); same outputs as `_episode`. Traceable."""
     from brax import math as bmath
-    from brax.generalized import pipeline
 
-    spec = ENVS[env]
-    sys = apply_params(_base_system(env), params, spec["n_frames"], spec["pole_link"])
-    lo, hi = sys.actuator.ctrl_range[:, 0], sys.actuator.ctrl_range[:, 1]
-    latency = jnp.clip(jnp.round(params.latency), 0, MAX_LATENCY).astype(jnp.int32)
+    spec, sys, latency, state0 = _setup(env, params, q0, qd0)
     p = protocol
-    state0 = pipeline.init(sys, q0, qd0)
     goal = jnp.stack(_reacher_ik(q0[2], q0[3]))  # the target never moves
     bias = jnp.zeros(spec["obs_size"]).at[spec["bias_index"]].set(params.obs_bias)
     tip_offset = jnp.array([REACHER_TIP, 0.0, 0.0])
@@ -260,14 +271,8 @@ def _episode_reacher(env: str, protocol: Protocol, policy, params: Params, q0, q
         err = state.q[:2] - goal
         err = err.at[0].set(jnp.arctan2(jnp.sin(err[0]), jnp.cos(err[0])))
         true_obs = jnp.concatenate([err, state.qd[:2]])
-        noise = jax.random.normal(jax.random.fold_in(key, t), true_obs.shape) * params.obs_noise
-        obs = true_obs + noise + bias
-        a = jnp.clip(act(policy, obs) + exc, -1.0, 1.0)
-        buf = jnp.concatenate([a[None], buf[:-1]])
-        applied = buf[latency]
-        ctrl = (applied + 1.0) * (hi - lo) * 0.5 + lo
-        new = jax.lax.fori_loop(0, spec["n_frames"], lambda _, s: pipeline.step(sys, s, ctrl), state)
-        finite = jnp.all(jnp.isfinite(new.q)) & jnp.all(jnp.isfinite(new.qd))
+        obs, a, buf, new, finite = _control_step(spec, sys, policy, params, latency, key, t, exc,
+                                                 true_obs, bias, buf, state)
         new = jax.tree.map(lambda n, o: jnp.where(~alive | ~finite, o, n), new, state)
         alive = alive & finite & jnp.all(jnp.abs(new.qd[:2]) <= p.speed_limit)
         dist = distance(new)
