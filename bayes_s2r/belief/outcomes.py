@@ -151,7 +151,7 @@ def outcome_from_mapping(spec, *, field: str = "outcome"):
         raise InputError(f"{field}.kind", spec["kind"], f"one of {sorted(kinds)}")
     cls = kinds[spec["kind"]]
     allowed = {f.name for f in dataclasses.fields(cls)}
-    for k in args:
+    for k, v in args.items():
         if k not in allowed:
-            raise InputError(f"{field}.{k}", args[k], f"a field among {sorted(allowed)}")
+            raise InputError(f"{field}.{k}", v, f"a field among {sorted(allowed)}")
     return cls(**args)
