@@ -50,7 +50,7 @@ _LAZY = {
     "make_report": "bayes_s2r.report",
 }
 
-__all__ = [
+__all__ = [  # noqa: PLE0604 (the lazy names are strings: the keys of _LAZY)
     "__version__",
     "InputError",
     "Budget",

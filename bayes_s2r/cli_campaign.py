@@ -25,9 +25,9 @@ __all__ = [
 #: under alpha_deploy = 0.05, so no policy could ever be called deployable.
 DEMO_SETTINGS = {
     "full": {"eval_episodes": 48, "train_iterations": 30, "sweep_episodes": 32, "max_rounds": 5,
-             "svi_steps": 1500, "cvu_samples": 256, "deploy_episodes": 100},
+             "svi_steps": 3000, "cvu_samples": 256, "deploy_episodes": 100},
     "quick": {"eval_episodes": 24, "train_iterations": 8, "sweep_episodes": 16, "max_rounds": 2,
-              "svi_steps": 300, "cvu_samples": 64, "deploy_episodes": 64},
+              "svi_steps": 1500, "cvu_samples": 64, "deploy_episodes": 64},
 }
 
 

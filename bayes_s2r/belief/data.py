@@ -83,9 +83,9 @@ def iter_records(evidence) -> list[Record]:
         raise InputError("evidence", type(evidence).__name__,
                          "an iterable of evidence records or a Ledger")
     out = list(evidence)
-    for i, r in enumerate(out):
-        if not isinstance(r, Record):
-            raise InputError(f"evidence[{i}]", r, "an evidence record (PairedEval, SensitivityTrial, ...)")
+    if not all(issubclass(t, Record) for t in set(map(type, out))):   # one check per type
+        i, r = next((i, r) for i, r in enumerate(out) if not isinstance(r, Record))
+        raise InputError(f"evidence[{i}]", r, "an evidence record (PairedEval, SensitivityTrial, ...)")
     return out
 
 

@@ -41,10 +41,16 @@ METHODS = ("nuts", "svi")
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 8
 TRACE_COUNT = {"nuts": 0}   # how many times a NUTS chain was traced (for re-trace checks)
-# NUTS inlines the model's gradient in several places; LLVM's most expensive passes buy
-# little on these small arrays and cost seconds of compile time on a CPU.
-COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
+# NUTS and SVI inline the model's gradient in several places. On a CPU, LLVM's most
+# expensive passes and XLA's fusion emitters buy little on these small arrays and cost
+# seconds of compile time (NUTS, 64 candidates: 9.3 s -> 7.1 s to the first fit).
+_CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False}
 _HIDDEN = ("z_mu", "z_method", "z_group", "z_cand", "drift")
+
+
+def compiler_options() -> dict:
+    """XLA options for compiling the belief fits on the default backend (none off the CPU)."""
+    return dict(_CPU_COMPILER_OPTIONS) if jax.default_backend() == "cpu" else {}
 
 
 def _shape_key(tree) -> tuple:
@@ -124,9 +130,9 @@ def nuts_runner(prep: PreparedGains, *, num_warmup: int, num_samples: int, num_c
 
             fn = jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(PS("chain"), PS(), PS()),
                                        out_specs=PS("chain"), check_vma=False),
-                         compiler_options=COMPILER_OPTIONS)
+                         compiler_options=compiler_options())
         else:
-            one = jax.jit(chain, compiler_options=COMPILER_OPTIONS)
+            one = jax.jit(chain, compiler_options=compiler_options())
 
             def fn(keys, data, sens):
                 outs = [one(k, data, sens) for k in keys]
@@ -194,7 +200,7 @@ def _extra(prep: PreparedGains, sites: dict) -> dict:
 
 
 def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", seed: int = 0, *,
-              num_warmup: int = 500, num_samples: int = 500, num_chains: int = 2,
+              num_warmup: int = 500, num_samples: int = 1000, num_chains: int = 2,
               current_policy: Any = None, lineage=None, prior: GainPrior | None = None,
               objective: str = "success", chain_method: str | None = None,
               target_accept_prob: float = 0.9, max_tree_depth: int = 8,
@@ -209,7 +215,9 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", s
             `sensitivity:<k>` per sensitivity direction with evidence.
         method: "nuts" (default) or "svi" (fast, variational; see `bayes_s2r.belief.svi`).
         seed: seed of the PRNG key; the same seed gives the same draws.
-        num_warmup, num_samples, num_chains: NUTS settings (draws per chain).
+        num_warmup, num_samples, num_chains: NUTS settings (draws per chain). With
+            2 × 1000 draws the rank-normalised R-hat of a 64-candidate fit stays below the
+            1.01 threshold; with 2 × 500 it crossed it in about one fit in four by chance.
         current_policy: the policy the gains refer to; default: the policy of the latest round.
         lineage: policy -> adaptations applied (in order) to reach it; enables order effects.
         prior: `GainPrior` settings of the model.

@@ -99,7 +99,8 @@ def test_sensitivity_evidence_moves_targeting_candidates():
     small = fit_gains(_sens_evidence(False), cands, seed=0, **FIT)
     assert big.names == ("lat_fix", "dr_wide", "sensitivity:latency")
     assert big.mean()["sensitivity:latency"] > 0.5 > small.mean()["sensitivity:latency"]
-    assert big.mean()["lat_fix"] > small.mean()["lat_fix"] + 0.05
+    # (the posterior difference is about 0.05; 0.03 leaves room for Monte Carlo error)
+    assert big.mean()["lat_fix"] > small.mean()["lat_fix"] + 0.03
     assert abs(big.mean()["dr_wide"] - small.mean()["dr_wide"]) < 0.05
     # joint draws: the targeting candidate's gain rises with Ŝ within one posterior
     assert np.corrcoef(big.column("lat_fix"), big.column("sensitivity:latency"))[0, 1] > 0
