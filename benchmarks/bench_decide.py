@@ -30,7 +30,7 @@ from scipy import stats
 
 
 def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa: float = 0.0,
-                  transition: str = "headroom", max_ratio: float = 2.0) -> dict:
+                  transition: str = "headroom", max_ratio: float = 2.0, adopt: bool = False) -> dict:
     """CVU by a Python loop over candidates and outcomes, NumPy/SciPy inside (float64).
 
     Args:
@@ -38,6 +38,8 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
         y: simulated outcomes [K, M] (e.g. from `draw_outcomes`, so both see the same Y).
         collapse_ess: ESS below which the moment-matched Gaussian update is used.
         utility_kappa: decision functional mean + κ·sd (0: the mean).
+        adopt: decision functional E[max(gain, 0)] of a Gaussian with that mean and variance
+            (scipy's normal; overrides `utility_kappa`).
         transition: "headroom" (the default rule) or "none".
 
     Returns:
@@ -50,7 +52,12 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
     gains[:, adapt] = d[:, problem.gain_col[adapt]]
 
     def g0(mean, var, cost, feas):
-        util = mean + utility_kappa * np.sqrt(np.maximum(var, 0.0))
+        sd = np.sqrt(np.maximum(var, 0.0))
+        if adopt:
+            z = mean / np.where(sd > 0, sd, 1.0)
+            util = np.where(sd > 0, mean * stats.norm.cdf(z) + sd * stats.norm.pdf(z), np.maximum(mean, 0.0))
+        else:
+            util = mean + utility_kappa * sd
         vals = [util[c] - cost[c] for c in range(m_count) if feas[c]]
         return max([0.0] + vals)
 
@@ -84,7 +91,9 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
                 denom = theta.var() + r
                 mean = mu0 + cov * (t_hat - theta.mean()) / denom
                 var = var0 - cov**2 / denom
-            if problem.is_adapt[m] and transition == "headroom":
+            # with "adopt", the policy changes only when the evaluation shows an improvement
+            improved = (yj > 0) if kind == 1 else (yj > b * a) if kind == 2 else False
+            if problem.is_adapt[m] and transition == "headroom" and (improved or not adopt):
                 j_now = problem.j_now
                 ratio = np.clip((1 - (j_now + mean[m])) / max(1 - j_now, 1e-6), 0.0, max_ratio)
                 mean, var = mean * ratio, var * ratio**2

@@ -12,7 +12,7 @@ from bayes_s2r.vocab import Budget, ResourceWeights
 __all__ = ["CampaignConfig"]
 
 _FIT_METHODS = ("nuts", "svi")
-_UTILITIES = ("mean", "lcb", "cvar")
+_UTILITIES = ("mean", "lcb", "cvar", "adopt")
 
 
 def _prob(field: str, value: Any) -> float:
@@ -57,7 +57,10 @@ class CampaignConfig:
         cvu_samples: simulated outcomes per candidate in the look-ahead.
         max_rounds: round limit; the last round is terminal (CVU = 0).
         fit_method: "nuts" (exact, slower) or "svi" (fast) for the gain posterior.
-        utility: the decision functional ("mean", "lcb", "cvar").
+        utility: the decision functional ("mean", "lcb", "cvar", "adopt"). Default "adopt":
+            the loop keeps a new policy only when its paired evaluation shows it better, so
+            a try is worth E[max(ΔJ, 0)] and not E[ΔJ]; with `accept_regressions=True` the
+            plain "mean" is the matching functional.
         deploy_episodes: episodes of the deployment evaluation at the stop.
         accept_regressions: adopt an adaptation's policy even when its paired evaluation
             does not show it better than the current one (default False: a lab does not
@@ -79,7 +82,7 @@ class CampaignConfig:
     cvu_samples: int = 256
     max_rounds: int = 8
     fit_method: str = "svi"
-    utility: str = "mean"
+    utility: str = "adopt"
     deploy_episodes: int = 200
     accept_regressions: bool = False
     allow_bad_belief: bool = False

@@ -9,6 +9,12 @@ multi-objective layer):
   μ + σ·Φ⁻¹(level).
 - ``"cvar"``: the mean of the gain over its worst `utility_level` tail, in its Gaussian
   moment form μ − σ·φ(Φ⁻¹(level))/level.
+- ``"adopt"``: the gain a try brings when its policy is kept only if it is better (the
+  campaign's adoption rule): E[max(ΔJ, 0)], in its Gaussian moment form μ·Φ(μ/σ) + σ·φ(μ/σ).
+  A try that would make things worse costs its price but not its loss, so an uncertain
+  candidate with a mean below zero can still be worth its price. In the look-ahead the
+  deployed policy then changes only in the simulated outcomes whose evaluation shows an
+  improvement (the other outcomes keep the current policy and its gains).
 
 The moment forms need only the mean and variance of each gain, which the look-ahead gets
 from the reweighted draws at the cost of one extra matrix product; an empirical quantile
@@ -25,9 +31,9 @@ from scipy import stats
 
 from bayes_s2r.errors import InputError
 
-__all__ = ["MULTI_MODES", "UTILITIES", "DecideConfig", "utility_constant", "utility_value"]
+__all__ = ["MULTI_MODES", "UTILITIES", "DecideConfig", "positive_part", "utility_constant", "utility_value"]
 
-UTILITIES = ("mean", "lcb", "cvar")
+UTILITIES = ("mean", "lcb", "cvar", "adopt")
 MULTI_MODES = ("lexicographic", "pareto")
 
 
@@ -150,8 +156,9 @@ def _prob(field: str, value: Any, *, closed: bool) -> None:
 
 
 def utility_constant(utility: str, level: float) -> float:
-    """The factor κ with functional = μ + κ·σ (0 for the mean)."""
-    if utility == "mean":
+    """The factor κ with functional = μ + κ·σ (0 for the mean and for "adopt", which is not
+    of that form: see `positive_part`)."""
+    if utility in ("mean", "adopt"):
         return 0.0
     z = float(stats.norm.ppf(level))
     if utility == "lcb":
@@ -159,7 +166,34 @@ def utility_constant(utility: str, level: float) -> float:
     return -float(stats.norm.pdf(z)) / level
 
 
+def positive_part(mean, sd, xp=np):
+    """E[max(X, 0)] for X ~ N(mean, sd²): mean·Φ(mean/sd) + sd·φ(mean/sd); max(mean, 0) at sd = 0.
+
+    `xp` is the array namespace (NumPy, or `jax.numpy` inside compiled code).
+    """
+    erf = stats_erf(xp)
+    pos = sd > 0
+    safe = xp.where(pos, sd, 1.0)
+    z = mean / safe
+    cdf = 0.5 * (1.0 + erf(z / math.sqrt(2.0)))
+    pdf = xp.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    return xp.where(pos, mean * cdf + safe * pdf, xp.maximum(mean, 0.0))
+
+
+def stats_erf(xp):
+    """The error function of the array namespace `xp`."""
+    if xp is np:
+        from scipy.special import erf
+
+        return erf
+    import jax.scipy.special
+
+    return jax.scipy.special.erf
+
+
 def utility_value(mean, sd, utility: str, level: float):
-    """The decision functional of gains with the given mean and sd (NumPy or JAX arrays)."""
+    """The decision functional of gains with the given mean and sd (NumPy arrays)."""
+    if utility == "adopt":
+        return positive_part(np.asarray(mean, float), np.asarray(sd, float))
     kappa = utility_constant(utility, level)
     return mean if kappa == 0.0 else mean + kappa * sd

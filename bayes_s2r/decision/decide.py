@@ -58,7 +58,8 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
         reference: the budget scarcity pricing compares with (usually the starting budget).
         current_J: current J; else belief.extra["baseline"]; else 0.5.
         done: names of candidates already run; non-repeatable ones are excluded.
-        utility: decision functional: "mean", "lcb" or "cvar" (see `config`).
+        utility: decision functional: "mean", "lcb", "cvar" or "adopt" (the expected gain
+            when a worse policy is not kept; see `config`).
         allow_bad_belief: accept a belief whose diagnostics are not ok.
         transition: rule for the gains after an adaptation; default `HeadroomTransition()`.
         devices: split the look-ahead's posterior draws over devices (an int, a list of jax
@@ -112,6 +113,8 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
         stop_reason = None if best is not None else "economic"
 
     draw_gains = np.where(prob.is_adapt[None, :], prob.draws[:, np.maximum(prob.gain_col, 0)], 0.0)
+    if cfg.utility == "adopt":  # with θ the truth, a worse policy is not kept
+        draw_gains = np.maximum(draw_gains, 0.0)
     pb = p_best(prob.names, draw_gains, prob.c_lambda, np.nan_to_num(cvu), cfg.beta, feasible)
     label = prob.names[best] if best is not None else STOP
     flip = float(1.0 - pb.get(label, 0.0))
@@ -128,7 +131,8 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
     if len(split.objectives) > 1:
         table = table.join(sec)
         table["rank"] = rank
-    table.attrs["utility"] = cfg.utility if cfg.utility == "mean" else f"{cfg.utility}({cfg.utility_level:g})"
+    table.attrs["utility"] = (cfg.utility if cfg.utility in ("mean", "adopt")
+                              else f"{cfg.utility}({cfg.utility_level:g})")
 
     return Decision(
         table=table, best=prob.names[best] if best is not None else None, stop_reason=stop_reason,

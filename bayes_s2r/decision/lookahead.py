@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, ndtri
 
-from bayes_s2r.decision.config import DecideConfig, utility_constant
+from bayes_s2r.decision.config import DecideConfig, positive_part, utility_constant
 from bayes_s2r.decision.problem import Problem
 
 __all__ = [
@@ -205,7 +205,7 @@ def binomial_cap(problem: Problem) -> int:
 
 
 def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num_outcomes: int,
-               batch: int, block: int, use_var: bool, rule, n_cap: int):
+               batch: int, block: int, use_var: bool, rule, n_cap: int, adopt: bool = False):
     _TRACES[0] += 1
     s = arr.dg.shape[0]
     idx, eps_all, u_all = _outcome_plan(rng_key, s, num_outcomes)
@@ -229,7 +229,12 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
     # One matrix product gives Σw·θ (and Σw·θ²) and Σw (the column of ones).
     rhs = jnp.concatenate([dgc] + ([dgc**2] if use_var else []) + [jnp.ones((s, 1), dgc.dtype)], axis=1)
 
-    util0 = mu0 + kappa * jnp.sqrt(var0)
+    def functional(mean, var):  # the decision functional (see `config`)
+        if adopt:
+            return positive_part(mean, jnp.sqrt(var), jnp)
+        return mean + kappa * jnp.sqrt(var) if use_var else mean
+
+    util0 = functional(mu0, var0)
     g0_null = jnp.maximum(0.0, jnp.max(jnp.where(arr.feas_now, util0 - arr.cost_now, -jnp.inf)))
 
     def pre(plan):  # one simulated outcome per candidate, from shared random numbers
@@ -271,10 +276,12 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
 
         own = jnp.diagonal(mean)
         mean_t, var_t = jax.vmap(rule.apply, in_axes=(0, 0, 0, None))(mean, var, own, j_now)
-        mean = jnp.where(arr.is_adapt[:, None], mean_t, mean)
-        var = jnp.where(arr.is_adapt[:, None], var_t, var)
-        util = mean + kappa * jnp.sqrt(var) if use_var else mean
-        val = jnp.where(arr.feas_next, util - arr.cost_next, -jnp.inf)
+        moves = arr.is_adapt
+        if adopt:  # the adoption rule: the policy changes only when the evaluation shows it better
+            moves = moves & jnp.where(gauss, y > 0, binom & (y > arr.b * n))
+        mean = jnp.where(moves[:, None], mean_t, mean)
+        var = jnp.where(moves[:, None], var_t, var)
+        val = jnp.where(arr.feas_next, functional(mean, var) - arr.cost_next, -jnp.inf)
         g = jnp.maximum(0.0, val.max(axis=1))
         return g, ess, collapsed.astype(jnp.float32)
 
@@ -291,7 +298,7 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
 
 
 _lookahead_jit = jax.jit(
-    _lookahead, static_argnames=("num_outcomes", "batch", "block", "use_var", "rule", "n_cap"))
+    _lookahead, static_argnames=("num_outcomes", "batch", "block", "use_var", "rule", "n_cap", "adopt"))
 
 
 def chunk_outcomes(num_outcomes: int, mb: int, s: int, chunk_bytes: int) -> int:
@@ -325,7 +332,7 @@ def lookahead(problem: Problem, config: DecideConfig, rule, arrays: LookaheadArr
         jnp.float32(utility_constant(config.utility, config.utility_level)),
         num_outcomes=config.cvu_samples, batch=batch, block=block_outcomes(config.cvu_samples, batch),
         use_var=use_var, rule=rule,
-        n_cap=binomial_cap(problem),
+        n_cap=binomial_cap(problem), adopt=config.utility == "adopt",
     )
     cvu, se, ess, ess_min, col, g0 = (np.asarray(x, dtype=np.float64) for x in out)
     return LookaheadResult(cvu[:m], se[:m], ess[:m], ess_min[:m], col[:m], float(g0))

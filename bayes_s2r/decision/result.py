@@ -60,7 +60,7 @@ class Decision:
         flip_probability: 1 − p_best(best) (best = "(stop)" for a stop).
         weight_robustness: DataFrame resource, current, low, high (CVU held at its estimate).
         lambda_: Series of the resource weights λ_t used.
-        utility: "mean", "lcb" or "cvar"; `utility_level` its tail level.
+        utility: "mean", "lcb", "cvar" or "adopt"; `utility_level` the tail level of the first two.
         objectives: objective names in priority order; `front` the Pareto front or the
             lexicographic survivors (empty for one objective).
         j_now, j_source: the current J used by the transition rule and where it came from.
@@ -88,7 +88,7 @@ class Decision:
 
     @property
     def utility_label(self) -> str:
-        return self.utility if self.utility == "mean" else f"{self.utility}({self.utility_level:g})"
+        return self.utility if self.utility in ("mean", "adopt") else f"{self.utility}({self.utility_level:g})"
 
     def text(self) -> str:
         """Plain-text rendering: the U0 / CVU / Q decomposition and why each exclusion."""

@@ -60,13 +60,14 @@ def _ref_case(bench_module, utility, collapse_ess, transition, num_draws=300, k=
     from bayes_s2r.decision.config import utility_constant
     ref = bench_module.reference_cvu(prob, np.asarray(y, np.float64)[:, : prob.size], collapse_ess=collapse_ess,
                                      utility_kappa=utility_constant(utility, cfg.utility_level),
-                                     transition=transition)
+                                     transition=transition, adopt=utility == "adopt")
     return res, ref
 
 
 @pytest.mark.parametrize("utility,collapse_ess,transition", [
     ("mean", 50.0, "headroom"), ("mean", 0.0, "none"), ("mean", 1e9, "headroom"),
-    ("lcb", 50.0, "headroom"), ("cvar", 120.0, "headroom"),
+    ("lcb", 50.0, "headroom"), ("cvar", 120.0, "headroom"), ("adopt", 50.0, "headroom"),
+    ("adopt", 1e9, "headroom"),
 ])
 def test_lookahead_matches_numpy_reference(bench_module, utility, collapse_ess, transition):
     res, ref = _ref_case(bench_module, utility, collapse_ess, transition)

@@ -62,6 +62,48 @@ def test_risk_averse_utilities_are_applied_everywhere(utility, jit_mode):
     assert f"utility={utility}(0.1)" in risky.text()
 
 
+def test_adopt_utility_values_a_try_at_its_positive_part(jit_mode):
+    from scipy import stats
+
+    names = ["long_shot", "sure_loss"]
+    mu, sd = np.array([-0.05, -0.05]), np.array([0.20, 0.001])
+    belief = bs.GainBelief.from_gaussian(names, mu, sd, num_draws=4000, seed=3)
+    cands = [bs.Candidate(n, "adaptation", "data", cost=bs.Cost(eng=1.0)) for n in names]
+    weights = bs.ResourceWeights(real=0.0, compute=0.0, eng=0.01)
+    mean = bs.decide(belief, cands, bs.Budget(1, 1, 10), weights, terminal=True)
+    adopt = bs.decide(belief, cands, bs.Budget(1, 1, 10), weights, terminal=True, utility="adopt")
+    # with the mean, both lose: stop; a try that is kept only if better is worth E[max(ΔJ, 0)]
+    assert mean.best is None and mean.stop_reason == "economic"
+    assert adopt.best == "long_shot" and adopt.utility == "adopt"
+    t = adopt.table
+    m, s = t["mu_dJ"].to_numpy(), t["sd_dJ"].to_numpy()
+    closed = m * stats.norm.cdf(m / s) + s * stats.norm.pdf(m / s)
+    np.testing.assert_allclose(t["gain"], closed, rtol=1e-9)
+    assert t.loc["long_shot", "gain"] == pytest.approx(0.0576, abs=0.004)   # the draws' sd is ~0.2
+    assert t.loc["sure_loss", "gain"] < 1e-6
+    np.testing.assert_allclose(t["U0"], t["gain"] - t["C_lambda"], atol=1e-12)
+    assert "utility=adopt" in adopt.text()
+    # the flip probability scores the draws by their positive part too
+    assert adopt.p_best["long_shot"] > 0.3
+
+
+def test_adopt_lookahead_keeps_the_policy_after_a_failed_try():
+    """A candidate already known to be harmful has no look-ahead value under "adopt": its
+    evaluation would show no improvement, so the policy (and every other gain) stays."""
+    names = ["harmful", "other"]
+    belief = bs.GainBelief.from_gaussian(names, [-0.5, 0.02], [0.02, 0.2], num_draws=4000, seed=4)
+    out = bs.BinomialPairedOutcome(episodes=48)
+    cands = [bs.Candidate(n, "adaptation", "data", cost=bs.Cost(eng=1.0), outcome=out) for n in names]
+    kw = {"cvu_samples": 256, "current_J": 0.6, "seed": 5}
+    weights = bs.ResourceWeights(real=0.0, compute=0.0, eng=0.001)
+    mean = bs.decide(belief, cands, bs.Budget(1, 1, 10), weights, **kw)
+    adopt = bs.decide(belief, cands, bs.Budget(1, 1, 10), weights, utility="adopt", **kw)
+    # under "mean" the look-ahead moves to the worse policy, whose headroom inflates the others
+    assert mean.table.loc["harmful", "CVU"] > 0.01
+    assert adopt.table.loc["harmful", "CVU"] <= 1e-3
+    assert adopt.best == "other"
+
+
 def _multi_belief():
     rng = np.random.default_rng(0)
     names = ["fast", "frugal", "fast@energy", "frugal@energy"]
