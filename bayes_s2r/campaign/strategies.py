@@ -16,13 +16,15 @@ executor, same adoption rule (a policy is adopted only when its paired evaluatio
 | `dr_then_ft`  | fixed recipe: DR once, then real fine-tuning repeated                        |
 | `round_robin` | cycles over the methods of the candidate set                                 |
 | `oracle`      | knows each candidate's true gain in the current state; argmax true ΔJ − C_λ |
+| `oracle_safe` | the oracle restricted to the toolkit's feasible set (budget and safety gate) |
 
 The belief-based rules (`q_cvu`, `q_beta0`, `mv_greedy`, `thompson`) read the same fitted
 belief and the same feasible set (budget and execution-safety gate) from `decide`. The
 recipes and round-robin are what teams run without a belief: they respect the budget and
 non-repeatable candidates but compute no safety bound and never take an economic stop.
 The oracle is an upper reference for the choice only: it sees the true gains but not the
-true risks, so it gates nothing either.
+true risks, so it gates nothing either. `oracle_safe` is the reference for a rule that must
+respect the execution-safety gate: the best any chooser could do with the same gate.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ __all__ = [
 
 #: Every strategy id `make_chooser` knows, the toolkit's rule first.
 STRATEGY_IDS = ("q_cvu", "q_beta0", "mv_greedy", "dr_only", "si_then_dr", "dr_then_ft", "round_robin",
-                "thompson", "oracle")
+                "thompson", "oracle", "oracle_safe")
 
 #: The fixed recipes as method sequences; the last step repeats.
 RECIPES: dict[str, tuple[str, ...]] = {"dr_only": ("DR",), "si_then_dr": ("SI", "DR"), "dr_then_ft": ("DR", "FT")}
@@ -258,26 +260,34 @@ def round_robin() -> Chooser:
     return choose
 
 
-def oracle(true_gains: Callable[[Any, Any], Mapping[str, float]]) -> Chooser:
+def oracle(true_gains: Callable[[Any, Any], Mapping[str, float]], *, gated: bool = False) -> Chooser:
     """The upper reference: argmax of the true gain minus C_λ; stops when none is positive.
 
     Args:
         true_gains: `true_gains(state, ledger) -> {candidate name: true ΔJ of running it now}`
             (e.g. `SyntheticExecutor`'s world, or a tabulated testbed).
+        gated: choose only among the candidates `decide` finds feasible (budget and the
+            execution-safety gate, from the same evidence the toolkit's rule sees).
     """
     if not callable(true_gains):
         raise InputError("true_gains", true_gains, "a callable (state, ledger) -> {name: true gain}")
+    rule = "oracle_safe" if gated else "oracle"
 
     def choose(state, ledger, *, seed: int) -> Choice:
-        table, lam = _plain_table(state)
+        if gated:
+            decision, _ = _decide(state, ledger, seed, beta=0.0, terminal=True)
+            table = decision.table[["role", "C_lambda", "affordable", "done", "safe", "feasible"]].copy()
+            lam = np.asarray(decision.lambda_, float)
+        else:
+            table, lam = _plain_table(state)
         gains = true_gains(state, ledger)
         table["true_dJ"] = [float(gains.get(n, 0.0)) if r == "adaptation" else 0.0
                             for n, r in zip(table.index, table["role"], strict=True)]
         table["true_U0"] = table["true_dJ"] - table["C_lambda"]
         best = _argmax(table, "true_U0")
         if best is not None and float(table.loc[best, "true_U0"]) <= 0.0:
-            return Choice(None, "economic", table, "oracle", lambda_=tuple(float(x) for x in lam))
-        return _plain(state, "oracle", best, table, lam)
+            return Choice(None, "economic", table, rule, lambda_=tuple(float(x) for x in lam))
+        return _plain(state, rule, best, table, lam)
 
     return choose
 
@@ -295,7 +305,7 @@ def synthetic_true_gains(executor) -> Callable[[Any, Any], Mapping[str, float]]:
 
 
 def make_chooser(strategy: str, *, true_gains: Callable | None = None) -> Chooser:
-    """The chooser of a strategy id (see the module table); `oracle` needs `true_gains`."""
+    """The chooser of a strategy id (see the module table); the oracles need `true_gains`."""
     if strategy not in STRATEGY_IDS:
         raise InputError("strategy", strategy, f"one of {STRATEGY_IDS}")
     if strategy == "q_cvu":
@@ -312,4 +322,4 @@ def make_chooser(strategy: str, *, true_gains: Callable | None = None) -> Choose
         return recipe(RECIPES[strategy], rule=strategy)
     if true_gains is None:
         raise InputError("true_gains", None, "a callable (state, ledger) -> {name: true gain} for the oracle")
-    return oracle(true_gains)
+    return oracle(true_gains, gated=strategy == "oracle_safe")

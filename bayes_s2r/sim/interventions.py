@@ -5,6 +5,7 @@
 | `si_retrain`    | model          | log excited real episodes, identify ξ, retrain in the fitted sim |
 | `dr_retrain`    | data           | retrain under uniform DR of the given width (in levels)          |
 | `obs_augment`   | representation | retrain with randomized observation noise and angle bias        |
+| `obs_align`     | representation | zero the sensors: real vs sim readings at rest, shift the input |
 | `real_finetune` | optimization   | ES directly on the robot with a given number of real episodes   |
 
 `dr_retrain` randomizes the latency by default (width 1.0 = uniform over {0, 1, 2} steps);
@@ -20,8 +21,12 @@ Costs (`Cost(real, compute, eng)`, see `cards/costs.toml`):
   measured wall time is in `info["wall_s"]`);
 - eng: engineering hours per kind from the cost card.
 
-Everything that touches the robot (SI data collection, fine-tuning) also yields an
-`ExecutionOutcome` with the number of unsafe episodes.
+Everything that acts on the robot (SI data collection, fine-tuning) also yields an
+`ExecutionOutcome` with the number of unsafe episodes. `obs_align` uses the robot without
+acting on it: it reads the sensors after resets (`RealRobot.read_at_rest`), compares them
+with the sim's readings at rest, and moves the policy's input by the offsets that are
+significant (a two-sample z-test per channel): a = W·(obs − o) + b, i.e. b' = b − W·o. No
+retraining, so it fixes a sensor offset exactly and leaves everything else alone.
 """
 
 from __future__ import annotations
@@ -37,11 +42,12 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from bayes_s2r.errors import InputError, require_finite_nonneg
 from bayes_s2r.evidence.records import ExecutionOutcome, RealizedCost
 from bayes_s2r.sim.params import DRSpec
-from bayes_s2r.sim.real import RealRobot
+from bayes_s2r.sim.real import RealRobot, read_at_rest
 from bayes_s2r.sim.rollout import LinearPolicy, policy_id
 from bayes_s2r.sim.sysid import SIConfig, identify
 from bayes_s2r.sim.train import CEMConfig, ESConfig, es_loop, train_cem
@@ -50,7 +56,7 @@ from bayes_s2r.vocab import Cost, check_shared_interface
 
 __all__ = ["DEFAULTS", "KINDS", "CostModel", "InterventionResult", "load_costs", "run_intervention"]
 
-KINDS = ("si_retrain", "dr_retrain", "obs_augment", "real_finetune")
+KINDS = ("si_retrain", "dr_retrain", "obs_augment", "obs_align", "real_finetune")
 
 #: Default parameters per kind (small: each runs in seconds on 2 cores once compiled).
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -58,6 +64,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
                    "iterations": 16},
     "dr_retrain": {"width": 1.0, "directions": ("latency",), "sim_steps": None, "iterations": 16},
     "obs_augment": {"noise_level": 1.0, "bias_level": 1.0, "sim_steps": None, "iterations": 16},
+    "obs_align": {"readings": 16, "z": 3.0},
     "real_finetune": {"episodes": 64, "population": 8, "sigma": 0.05, "learning_rate": 0.02},
 }
 
@@ -120,6 +127,9 @@ def _merge(kind: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
     for k in ("trajectories", "iterations", "si_iterations", "episodes", "population"):
         if k in out and (isinstance(out[k], bool) or not isinstance(out[k], int) or out[k] < 1):
             raise InputError(f"params.{k}", out[k], "a whole number >= 1")
+    if "readings" in out and (isinstance(out["readings"], bool) or not isinstance(out["readings"], int)
+                              or out["readings"] < 2):
+        raise InputError("params.readings", out["readings"], "a whole number >= 2")
     if out.get("sim_steps") is not None:
         s = out["sim_steps"]
         if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s <= 0:
@@ -155,7 +165,7 @@ def run_intervention(key: jax.Array, kind: str, params: Mapping[str, Any] | None
     costs = costs or load_costs()
     name = name or kind
     needs_robot = kind in ("si_retrain", "real_finetune")
-    if needs_robot:
+    if needs_robot or kind == "obs_align":
         if not isinstance(real_robot, RealRobot):
             raise InputError("real_robot", real_robot, f"a RealRobot ({kind} runs on the robot)")
         check_shared_interface(sim_world.interface, real_robot.interface)
@@ -192,6 +202,18 @@ def run_intervention(key: jax.Array, kind: str, params: Mapping[str, Any] | None
         sim_steps = trained.sim_steps
         info.update(spec=spec, fitness=trained.fitness)
         new_policy = trained.policy
+    elif kind == "obs_align":
+        k_real, k_sim = jax.random.split(key)
+        z = require_finite_nonneg("params.z", p["z"])
+        real = real_robot.read_at_rest(k_real, p["readings"])
+        sim = read_at_rest(k_sim, sim_world, p["readings"])
+        offset = real.mean(0) - sim.mean(0)
+        se = np.sqrt(real.var(0, ddof=1) / len(real) + sim.var(0, ddof=1) / len(sim))
+        offset = np.where(np.abs(offset) > z * se, offset, 0.0).astype(np.float32)
+        w = jnp.asarray(policy.weights)
+        new_policy = LinearPolicy(w, jnp.asarray(policy.bias) - w @ offset)
+        sim_steps = 2 * len(real)
+        info.update(offset=offset, offset_se=se)
     else:  # real_finetune: ES on the robot, one episode per perturbed policy
         population = p["population"] + p["population"] % 2
         iters = max(1, p["episodes"] // population)

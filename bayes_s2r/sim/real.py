@@ -12,6 +12,7 @@ state); every call also returns its own charge, so callers can price experiments
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import jax
@@ -23,7 +24,7 @@ from bayes_s2r.sim.params import broadcast_params
 from bayes_s2r.sim.rollout import EpisodeStats, LinearPolicy, _episode_count, simulate_batch
 from bayes_s2r.sim.world import Protocol, World, load_card
 
-__all__ = ["RealRobot", "RealRun", "RealTrajectories"]
+__all__ = ["RealRobot", "RealRun", "RealTrajectories", "read_at_rest"]
 
 
 class RealRun(NamedTuple):
@@ -156,6 +157,40 @@ class RealRobot:
         run = self._charge(stats)
         return RealTrajectories(np.asarray(traj.obs), np.asarray(traj.action), np.asarray(exc),
                                 np.asarray(traj.alive), run)
+
+    def read_at_rest(self, key: jax.Array, readings: int) -> np.ndarray:
+        """Sensor readings of the robot at rest: one after each of `readings` resets.
+
+        No action is applied, so nothing can go unsafe; the robot is charged the resets (the
+        reset overhead and one control period each).
+
+        Returns:
+            [readings, obs] observations, as the policy would see them.
+        """
+        obs = read_at_rest(key, self._world, readings)
+        n = obs.shape[0]
+        self.hours_used += _at_rest(self._world).episode_hours(n, self.reset_overhead_s)
+        self.episodes_run += n
+        return obs
+
+
+def _at_rest(world: World) -> World:
+    """`world` with one-step episodes: a reset and one reading, no action (zero policy)."""
+    protocol = dataclasses.replace(world.protocol, horizon=1, hold_steps=1)
+    return dataclasses.replace(world, protocol=protocol)
+
+
+def read_at_rest(key: jax.Array, world: World, readings: int) -> np.ndarray:
+    """The observation right after each of `readings` resets of `world`, before any action.
+
+    Returns:
+        [readings, obs] observations, with the world's sensor noise and bias.
+    """
+    n = _episode_count(readings)
+    rest = _at_rest(world)
+    zero = LinearPolicy.zeros(world.obs_size, world.act_size)
+    _, traj = simulate_batch(key, rest, zero, broadcast_params(world.params, n), record=True)
+    return np.asarray(traj.obs[:, 0])
 
 
 def make_excitation(key: jax.Array, n: int, horizon: int, amplitude: float, hold: int = 5) -> jax.Array:

@@ -21,7 +21,8 @@ def test_smoke_prints_the_agreed_schema(tmp_path, capsys):
     rows = printed["results"]
     assert {r["strategy"] for r in rows} == set(bs.campaign.STRATEGY_IDS)
     keys = {"world", "strategy", "final_J_mean", "final_J_ci_low", "final_J_ci_high", "spent",
-            "safety_violations", "deploy_pass_rate", "regret_vs_oracle", "net_utility_mean"}
+            "safety_violations", "deploy_pass_rate", "regret_vs_oracle", "regret_vs_oracle_safe",
+            "net_utility_mean"}
     assert printed["settings"]["seed_start"] == 100
     assert printed["settings"]["gain_prior"] == {"candidate_scale": 2.0}
     for world in printed["summary"].values():
@@ -36,6 +37,8 @@ def test_smoke_prints_the_agreed_schema(tmp_path, capsys):
             assert r["final_J_ci_low"] == r["final_J_ci_high"] == 0.0
         if r["strategy"] == "oracle":
             assert r["regret_vs_oracle"] == 0.0
+        if r["strategy"] == "oracle_safe":
+            assert r["regret_vs_oracle_safe"] == 0.0
 
 
 def test_table_lookups_share_sim_only_lineages_and_use_the_cache(tmp_path):
@@ -51,6 +54,11 @@ def test_table_lookups_share_sim_only_lineages_and_use_the_cache(tmp_path):
     ex = TableExecutor(again, "w", eval_episodes=40)
     cands = {c.name: c for c in bench_candidates(40)}
     assert set(cands) == set(INTERVENTIONS)
+    # the sensor alignment reads the robot without acting on it: not gated, but its policy
+    # depends on the world it read; running it twice would shift the input twice
+    da = cands["da_obs"]
+    assert not da.touches_robot and not da.repeatable and da.cost.real > cands["dr_latency"].cost.real
+    assert TrueTable._scope("w", "dr_latency>da_obs") == "w" and TrueTable._scope("w", "dr_latency") == "sim"
     import jax
 
     run = ex.execute(jax.random.key(0), cands["ft_real"], round=0, policy="pi0", memory={})

@@ -61,7 +61,7 @@ def _state(tmp_path, candidates, config, executed=(), name="c.sqlite"):
 
 def test_strategy_ids_are_the_agreed_ones():
     assert STRATEGY_IDS == ("q_cvu", "q_beta0", "mv_greedy", "dr_only", "si_then_dr", "dr_then_ft",
-                            "round_robin", "thompson", "oracle")
+                            "round_robin", "thompson", "oracle", "oracle_safe")
     with pytest.raises(bs.InputError, match="strategy"):
         make_chooser("greedy")
     with pytest.raises(bs.InputError, match="true_gains"):
@@ -140,6 +140,19 @@ def test_oracle_reads_the_true_gains(tmp_path):
     assert oracle(lambda s, led: gains)(state, ledger, seed=0).best == "dr_b"
     stop = oracle(lambda s, led: dict.fromkeys(gains, -0.1))(state, ledger, seed=0)
     assert stop.best is None and stop.stop_reason == "economic"
+
+
+def test_safe_oracle_keeps_to_the_safety_gate(tmp_path):
+    state, ledger = _belief_state(tmp_path)
+    # ft_real has the largest true gain; with every execution unsafe the gate refuses it
+    ledger.add(bs.ExecutionOutcome("ft_real", 60, 60, id="unsafe-shakedown"))
+    state = load_state(ledger)
+    gains = {"dr_wide": 0.1, "si_once": 0.2, "ft_real": 0.5}
+    assert make_chooser("oracle", true_gains=lambda s, led: gains)(state, ledger, seed=0).best == "ft_real"
+    safe = make_chooser("oracle_safe", true_gains=lambda s, led: gains)(state, ledger, seed=0)
+    assert safe.best == "si_once" and safe.rule == "oracle_safe"
+    assert not safe.table.loc["ft_real", "feasible"] and not safe.table.loc["ft_real", "safe"]
+    assert safe.table.loc["si_once", "true_dJ"] == 0.2
 
 
 def test_the_oracle_is_never_worse_on_the_synthetic_world(tmp_path):

@@ -62,6 +62,27 @@ def test_real_finetune_touches_the_robot(sim, world, nominal, compiled):
     assert res.cost.compute == 0.0
 
 
+def test_obs_align_zeroes_a_sensor_offset_and_leaves_other_worlds_alone(sim, world, nominal, compiled):
+    bias = sim.RealRobot("bench_obs_bias")
+    res = sim.run_intervention(jax.random.key(4), "obs_align", None, nominal, world, bias, name="da")
+    charged = bias.hours_used
+    # the card's pole-angle bias is +0.2 rad; the other channels read as in sim
+    assert res.info["offset"][1] == pytest.approx(0.2, abs=0.03)
+    assert np.all(res.info["offset"][[0, 2, 3]] == 0.0)
+    np.testing.assert_array_equal(res.policy.weights, nominal.weights)
+    assert bias.unsafe_events == 0
+    assert _real_success(sim, bias, nominal) <= 0.1
+    assert _real_success(sim, bias, res.policy) >= 0.9
+    # it reads the robot at rest: charged for the resets, no execution records
+    assert [r.KIND for r in res.records] == ["realized_cost"]
+    assert res.cost.real == pytest.approx(charged) and 0 < res.cost.real < bias.episode_hours(16)
+    # a world without a sensor offset: nothing significant, the policy is unchanged
+    latency = sim.RealRobot("real_latency")
+    same = sim.run_intervention(jax.random.key(4), "obs_align", {"readings": 8}, nominal, world, latency)
+    assert np.all(same.info["offset"] == 0.0)
+    np.testing.assert_array_equal(same.policy.flat(), nominal.flat())
+
+
 def test_intervention_input_errors(sim, world, nominal):
     with pytest.raises(InputError, match="kind"):
         sim.run_intervention(jax.random.key(0), "pray", None, nominal, world, None)
@@ -69,3 +90,8 @@ def test_intervention_input_errors(sim, world, nominal):
         sim.run_intervention(jax.random.key(0), "dr_retrain", {"widht": 1.0}, nominal, world, None)
     with pytest.raises(InputError, match="real_robot"):
         sim.run_intervention(jax.random.key(0), "real_finetune", None, nominal, world, None)
+    with pytest.raises(InputError, match="real_robot"):
+        sim.run_intervention(jax.random.key(0), "obs_align", None, nominal, world, None)
+    with pytest.raises(InputError, match="params.readings"):
+        sim.run_intervention(jax.random.key(0), "obs_align", {"readings": 1}, nominal, world,
+                             sim.RealRobot("real_latency"))
