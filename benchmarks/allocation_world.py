@@ -1,7 +1,7 @@
 """A memoized Brax testbed for the allocation benchmark: real physics, computed once.
 
 Why a table: one Brax intervention costs seconds to tens of seconds on a CPU, and the
-benchmark runs 9 strategies x several worlds x 10 seeds of campaigns. The strategies differ
+benchmark runs 10 strategies x several worlds x 10 seeds of campaigns. The strategies differ
 only in how they choose, so the worlds' physics can be shared: the policy reached by a
 lineage (the sequence of adopted interventions applied from the nominal policy) is computed
 once with Brax, by `bayes_s2r.sim.run_intervention` with a key fixed by the lineage, and its
@@ -11,9 +11,11 @@ values, so seeds differ in measurement noise, not in physics. The oracle reads t
 table. Nodes are computed lazily, when a campaign first reaches them, and stored in JSON
 files under a cache directory, so a rerun is instant.
 
-Interventions that never touch the robot (DR, observation augmentation) produce the same
-policy whatever the real world is, so those lineages' policies are shared by every world;
-a lineage containing SI or real fine-tuning is specific to its world.
+Interventions that never use the robot (DR) produce the same policy whatever the real world
+is, so those lineages' policies are shared by every world; a lineage containing SI, real
+fine-tuning or the sensor alignment (DA: `obs_align` reads the robot's sensors at rest, so
+its policy depends on the world it read) is specific to its world. Only SI and fine-tuning
+act on the robot and face the execution-safety gate.
 """
 
 from __future__ import annotations
@@ -49,11 +51,15 @@ WORLDS = {
 INTERVENTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "dr_dynamics": ("DR", "dr_retrain", {"width": 1.5, "directions": ("mass", "damping", "gear")}),
     "dr_latency": ("DR", "dr_retrain", {"width": 1.0, "directions": ("latency",)}),
-    "da_obs": ("DA", "obs_augment", {"noise_level": 1.0, "bias_level": 3.0}),
+    "da_obs": ("DA", "obs_align", {"readings": 16}),
     "si_retrain": ("SI", "si_retrain", {"trajectories": 8, "si_iterations": 20}),
     "ft_real": ("FT", "real_finetune", {"episodes": 64}),
 }
+#: Candidates that act on the robot (execution risk, gated) and those that use it at all:
+#: `da_obs` only reads the sensors at rest, but its policy depends on the world it read.
 _ROBOT = {"si_retrain", "ft_real"}
+_USES_ROBOT = _ROBOT | {"da_obs"}
+_NOT_REPEATABLE = {"si_retrain", "da_obs"}   # a second alignment would shift the input twice
 _SEP = ">"
 
 
@@ -68,13 +74,15 @@ def bench_candidates(eval_episodes: int = 48) -> tuple[Candidate, ...]:
     targets = {"dr_dynamics": "gear", "dr_latency": "latency", "da_obs": "obs_bias", "si_retrain": "mass",
                "ft_real": "gear"}
     lens = {"DR": "data", "DA": "representation", "SI": "model", "FT": "optimization"}
-    eng = {"DR": 2.0, "DA": 2.0, "SI": 6.0, "FT": 4.0}
-    real = {"si_retrain": 8 * 28 / 3600, "ft_real": 64 * 28 / 3600}
+    eng = {"DR": 2.0, "DA": 1.0, "SI": 6.0, "FT": 4.0}
+    real = {"si_retrain": 8 * 28 / 3600, "ft_real": 64 * 28 / 3600, "da_obs": 16 * 20.04 / 3600}
     return tuple(
         Candidate(name, "adaptation", lens[method], method=method,
-                  cost=Cost(real=round(real.get(name, 0.0) + ev, 3), compute=0.02 if method != "FT" else 0.0,
+                  cost=Cost(real=round(real.get(name, 0.0) + ev, 3),
+                            compute=0.02 if method in ("DR", "SI") else 0.0,
                             eng=eng[method]),
-                  touches_robot=name in _ROBOT, repeatable=name != "si_retrain", targets=targets[name], outcome=out)
+                  touches_robot=name in _ROBOT, repeatable=name not in _NOT_REPEATABLE, targets=targets[name],
+                  outcome=out)
         for name, (method, _, _) in INTERVENTIONS.items())
 
 
@@ -127,7 +135,7 @@ class TrueTable:
 
     @staticmethod
     def _scope(world: str, lineage: str) -> str:
-        return world if any(step in _ROBOT for step in lineage.split(_SEP) if step) else "sim"
+        return world if any(step in _USES_ROBOT for step in lineage.split(_SEP) if step) else "sim"
 
     def _policy(self, world: str, lineage: str):
         s = self._lazy_sim()
@@ -142,12 +150,13 @@ class TrueTable:
 
             _, kind, params = INTERVENTIONS[step]
             params = dict(params)
-            if kind != "real_finetune":
+            if kind not in ("real_finetune", "obs_align"):
                 params["iterations"] = self.settings["train_iterations"]
             key = jax.random.fold_in(jax.random.key(self.settings["seed"]), zlib.crc32(lineage.encode()))
             start = time.perf_counter()
             result = sim.run_intervention(key, kind, params, self._policy(world, parent), s["world"],
-                                          self._robot(world) if step in _ROBOT else None, costs=s["costs"], name=step)
+                                          self._robot(world) if step in _USES_ROBOT else None, costs=s["costs"],
+                                          name=step)
             wall = time.perf_counter() - start
             self.brax_seconds += wall
             self.computed += 1

@@ -16,7 +16,10 @@ mean over seeds) with a 95% paired t-interval over seeds of final_J(strategy) �
 final_J(q_cvu), the budget spent per resource (mean), execution-safety violations (unsafe
 robot episodes while executing candidates, mean per campaign), the share of campaigns whose
 deployment check passed, and the regret against the oracle (mean over seeds of
-final_J(oracle) − final_J(strategy)).
+final_J(oracle) − final_J(strategy)) and against `oracle_safe`, the oracle held to the
+toolkit's safety gate (on worlds where only robot-executed candidates reach J = 1 and the gate
+refuses them, the plain oracle and the recipes get there with unsafe episodes that a rule
+respecting the gate will not spend).
 
     python benchmarks/bench_allocation.py                       # small: 1 world, 3 seeds
     python benchmarks/bench_allocation.py --worlds all --seeds 10 --rounds 3 --out allocation.json
@@ -39,7 +42,8 @@ import numpy as np
 from allocation_world import WORLDS, SyntheticTable, TableExecutor, TrueTable, bench_candidates
 
 STRATEGIES = ("q_cvu", "q_beta0", "mv_greedy", "dr_only", "si_then_dr", "dr_then_ft", "round_robin", "thompson",
-              "oracle")
+              "oracle", "oracle_safe")
+ORACLES = ("oracle", "oracle_safe")
 RESOURCES = ("real", "compute", "eng")
 
 #: The team's prices λ0 (J points per unit): one robot-hour is worth 2 points of success rate,
@@ -119,6 +123,7 @@ def summarize(world: str, runs: dict[str, list[dict]]) -> list[dict]:
     """One row per strategy (see the module docstring)."""
     ref = np.array([r["final_J"] for r in runs["q_cvu"]])
     orc = np.array([r["final_J"] for r in runs["oracle"]]) if "oracle" in runs else None
+    safe = np.array([r["final_J"] for r in runs["oracle_safe"]]) if "oracle_safe" in runs else None
     rows = []
     for s, rs in runs.items():
         J = np.array([r["final_J"] for r in rs])
@@ -134,9 +139,20 @@ def summarize(world: str, runs: dict[str, list[dict]]) -> list[dict]:
             "safety_violations": round(float(np.mean([x["unsafe"] for x in rs])), 3),
             "deploy_pass_rate": round(float(np.mean([x["passes"] for x in rs])), 3),
             "regret_vs_oracle": None if orc is None else round(float((orc - J).mean()), 4),
+            "regret_vs_oracle_safe": None if safe is None else round(float((safe - J).mean()), 4),
             "paths": [" > ".join(x["path"]) or "(none)" for x in rs[:3]],
         })
     return rows
+
+
+def _gap_closed(q: dict, pool: list[dict], oracle: dict | None) -> float | None:
+    """Share of the gap from the best strategy in `pool` to `oracle` that q closes (None when
+    there is no pool, no oracle, or the oracle is not above the pool's best)."""
+    if not pool or oracle is None:
+        return None
+    best = max(r["final_J_mean"] for r in pool)
+    denom = oracle["final_J_mean"] - best
+    return None if denom < 0.01 else round((q["final_J_mean"] - best) / denom, 3)
 
 
 def targets(rows: list[dict]) -> dict:
@@ -145,14 +161,10 @@ def targets(rows: list[dict]) -> dict:
     for world in dict.fromkeys(r["world"] for r in rows):
         w = {r["strategy"]: r for r in rows if r["world"] == world}
         q = w["q_cvu"]
-        others = [r for s, r in w.items() if s not in ("q_cvu", "oracle")]
+        others = [r for s, r in w.items() if s != "q_cvu" and s not in ORACLES]
         recipes = [w[s] for s in ("dr_only", "si_then_dr", "dr_then_ft") if s in w]
-        best_recipe = max(r["final_J_mean"] for r in recipes) if recipes else None
-        gap = None
-        if best_recipe is not None and "oracle" in w:
-            denom = w["oracle"]["final_J_mean"] - best_recipe
-            # undefined when the oracle is not above the best recipe (no gap to close)
-            gap = None if denom < 0.01 else round((q["final_J_mean"] - best_recipe) / denom, 3)
+
+        safe_recipes = [r for r in recipes if r["safety_violations"] <= q["safety_violations"]]
         out[world] = {
             "beats_every_non_oracle": all(q["final_J_mean"] > r["final_J_mean"] for r in others),
             "intervals_excluding_zero": sum(r["final_J_ci_high"] < 0 for r in others),
@@ -161,8 +173,13 @@ def targets(rows: list[dict]) -> dict:
             # the same comparison restricted to strategies no less safe than the toolkit's rule
             "beats_every_equally_safe": all(q["final_J_mean"] > r["final_J_mean"] for r in others
                                             if r["safety_violations"] <= q["safety_violations"]),
+            # J is capped at 1: where several rules reach it, "strictly best" cannot hold
+            "best_or_tied_among_equally_safe": all(q["final_J_mean"] >= r["final_J_mean"] for r in others
+                                                   if r["safety_violations"] <= q["safety_violations"]),
             "net_utility_best_non_oracle": all(q["net_utility_mean"] >= r["net_utility_mean"] for r in others),
-            "gap_closed_best_recipe_to_oracle": gap,
+            "gap_closed_best_recipe_to_oracle": _gap_closed(q, recipes, w.get("oracle")),
+            # the same against the references that respect the toolkit's safety gate
+            "gap_closed_best_safe_recipe_to_oracle_safe": _gap_closed(q, safe_recipes, w.get("oracle_safe")),
         }
     return out
 
@@ -180,7 +197,7 @@ def main(argv=None) -> dict:
     p.add_argument("--budget-eng", type=float, default=12.0)
     p.add_argument("--eval-episodes", type=int, default=48, help="episodes per arm of a paired evaluation")
     p.add_argument("--deploy-episodes", type=int, default=100)
-    p.add_argument("--svi-steps", type=int, default=500)
+    p.add_argument("--svi-steps", type=int, default=1500)
     p.add_argument("--gain-prior", type=json.loads, default=dict(TEAM_GAIN_PRIOR),
                    help="JSON object of GainPrior fields for the belief-based strategies "
                         "(default: {}, the library's defaults)")

@@ -6,13 +6,16 @@ rows (one matched treated/control episode pair each, the usual shape of an evalu
 are spread over the others, drawn from true gains of about 0–0.2 over a 0.55 control.
 
 Measured in one run:
-- NUTS: the first fit (compile included) and a warm refit (another seed, same shapes), with
-  min bulk ESS, ESS per second (warm) and max R-hat of the gains and the baseline;
-- SVI: the first fit (compile included) and a warm refit, and max |mean_svi − mean_nuts|;
-- the same problem with `--big-rows` rows: warm NUTS fit time and its ratio to `--rows`
-  (evidence is reduced to sufficient statistics before the fit, so the sampler sees the same
-  arrays; what grows is reading the records, timed on its own as `read_evidence_s`, and the
-  posterior is sharper).
+- NUTS: the first fit (compile included) and warm refits (`--repeats` other seeds, same
+  shapes; median time, worst diagnostics), with min bulk ESS, ESS per second and max R-hat
+  of the gains and the baseline;
+- SVI: the first fit (compile included) and warm refits, and max |mean_svi − mean_nuts|
+  against the mean of the NUTS fits;
+- the same problem with `--big-rows` rows: warm NUTS fits on the same seeds and the ratio
+  of their median time to `--rows`'s. Evidence is reduced to sufficient statistics before
+  the fit, so the sampler sees the same arrays; what grows is reading the records (a Python
+  pass over them, timed on its own as `read_evidence_s`), and the posterior is sharper.
+  `ratio_vs_rows` includes the reading, `ratio_vs_rows_after_reading` does not.
 
 Every row has wall and process CPU seconds (`cpu_s`, all threads): on a shared machine the
 wall time grows with the load average, which `machine.load_avg` records.
@@ -40,7 +43,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--big-rows", type=int, default=500_000,
                    help="rows of the second problem (0: skip the scaling row)")
     p.add_argument("--warmup", type=int, default=500)
-    p.add_argument("--samples", type=int, default=500, help="draws per chain")
+    p.add_argument("--samples", type=int, default=1000, help="draws per chain")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="warm fits timed per setting (median reported; different seeds)")
     p.add_argument("--chains", type=int, default=2)
     p.add_argument("--svi-steps", type=int, default=3000)
     p.add_argument("--devices", type=int, default=None,
@@ -117,61 +122,70 @@ def run(args) -> dict:
 
     from bayes_s2r.belief.data import prepare_gains
 
+    warm_seeds = [args.seed + 1 + i for i in range(max(1, args.repeats))]
+
+    def repeated(fn):
+        """(beliefs, median wall s, median cpu s) of fn(seed) over the warm seeds."""
+        outs, walls, cpus = [], [], []
+        for sd in warm_seeds:
+            b, t = _timed(lambda sd=sd: fn(sd))
+            outs.append(b)
+            walls.append(t)
+            cpus.append(_CPU["last"])
+        return outs, float(np.median(walls)), float(np.median(cpus))
+
+    def nuts_row(name, bs, t, cpu, n_rows, t_read, first):
+        d = [b.diagnostics for b in bs]
+        ess = min(x["ess_bulk_min"] for x in d)
+        return {
+            "name": name, "rows": n_rows, "candidates": args.candidates, "wall_s": t,
+            "cpu_s": cpu, "read_evidence_s": t_read, "compile_included": first,
+            "fits": len(bs), "ess_bulk_min": ess, "ess_tail_min": min(x["ess_tail_min"] for x in d),
+            "ess_per_s": ess / t, "rhat_max": max(x["rhat_max"] for x in d),
+            "divergences": sum(x["divergences"] for x in d), "ok": all(bool(x["ok"]) for x in d),
+            "chain_method": d[0]["chain_method"],
+        }
+
     first, t_first = _timed(lambda: fit_gains(rows, cands, seed=args.seed, **nuts))
     cpu_first = _CPU["last"]
-    warm, t_warm = _timed(lambda: fit_gains(rows, cands, seed=args.seed + 1, **nuts))
-    cpu_warm = _CPU["last"]
-    _, t_read = _timed(lambda: prepare_gains(rows, cands))
-    results = []
-    for label, b, t, cpu in (("nuts_first", first, t_first, cpu_first),
-                             ("nuts_warm", warm, t_warm, cpu_warm)):
-        d = b.diagnostics
-        results.append({
-            "name": label, "rows": args.rows, "candidates": args.candidates, "wall_s": t,
-            "cpu_s": cpu, "read_evidence_s": t_read,
-            "compile_included": label == "nuts_first", "ess_bulk_min": d["ess_bulk_min"],
-            "ess_tail_min": d["ess_tail_min"], "ess_per_s": d["ess_bulk_min"] / t,
-            "rhat_max": d["rhat_max"], "divergences": d["divergences"], "ok": bool(d["ok"]),
-            "chain_method": d["chain_method"],
-        })
+    warm, t_warm, cpu_warm = repeated(lambda sd: fit_gains(rows, cands, seed=sd, **nuts))
+    t_read = float(np.median([_timed(lambda: prepare_gains(rows, cands))[1] for _ in warm_seeds]))
+    results = [nuts_row("nuts_first", [first], t_first, cpu_first, args.rows, t_read, True),
+               nuts_row("nuts_warm", warm, t_warm, cpu_warm, args.rows, t_read, False)]
 
     svi_kw = {"svi_steps": args.svi_steps, "num_samples": args.samples, "num_chains": args.chains}
     s_first, t_sfirst = _timed(lambda: fit_gains(rows, cands, method="svi", seed=args.seed, **svi_kw))
     cpu_sfirst = _CPU["last"]
-    s_warm, t_swarm = _timed(lambda: fit_gains(rows, cands, method="svi", seed=args.seed + 1, **svi_kw))
-    cpu_swarm = _CPU["last"]
-    ref = (first.mean() + warm.mean()) / 2
-    for label, b, t, cpu in (("svi_first", s_first, t_sfirst, cpu_sfirst),
-                             ("svi_warm", s_warm, t_swarm, cpu_swarm)):
-        diff = (b.mean() - ref).abs()
+    s_warm, t_swarm, cpu_swarm = repeated(
+        lambda sd: fit_gains(rows, cands, method="svi", seed=sd, **svi_kw))
+    ref = sum(b.mean() for b in [first, *warm]) / (1 + len(warm))
+    for label, bs, t, cpu in (("svi_first", [s_first], t_sfirst, cpu_sfirst),
+                              ("svi_warm", s_warm, t_swarm, cpu_swarm)):
+        diffs = [(b.mean() - ref).abs() for b in bs]
+        worst = max(diffs, key=lambda d: d.max())
         results.append({
             "name": label, "rows": args.rows, "candidates": args.candidates, "wall_s": t,
-            "cpu_s": cpu,
-            "compile_included": label == "svi_first", "max_abs_mean_diff_vs_nuts": float(diff.max()),
-            "worst_candidate": str(diff.idxmax()), "elbo_converged": bool(b.diagnostics["converged"]),
-            "guide": b.diagnostics["guide"],
+            "cpu_s": cpu, "compile_included": label == "svi_first", "fits": len(bs),
+            "max_abs_mean_diff_vs_nuts": float(worst.max()), "worst_candidate": str(worst.idxmax()),
+            "elbo_converged": all(bool(b.diagnostics["converged"]) for b in bs),
+            "guide": bs[0].diagnostics["guide"],
         })
 
     if args.big_rows:
         big, t_big_rows = _timed(lambda: make_rows(rng, cands, p, args.big_rows))
-        b_big, t_big = _timed(lambda: fit_gains(big, cands, seed=args.seed + 1, **nuts))
-        cpu_big = _CPU["last"]
-        _, t_read_big = _timed(lambda: prepare_gains(big, cands))
-        d = b_big.diagnostics
-        results.append({
-            "name": "nuts_warm_big", "rows": args.big_rows, "candidates": args.candidates,
-            "wall_s": t_big, "cpu_s": cpu_big, "read_evidence_s": t_read_big,
-            "compile_included": False, "ess_bulk_min": d["ess_bulk_min"],
-            "ess_per_s": d["ess_bulk_min"] / t_big, "rhat_max": d["rhat_max"],
-            "divergences": d["divergences"], "ok": bool(d["ok"]),
+        b_big, t_big, cpu_big = repeated(lambda sd: fit_gains(big, cands, seed=sd, **nuts))
+        t_read_big = float(np.median([_timed(lambda: prepare_gains(big, cands))[1] for _ in warm_seeds]))
+        row = nuts_row("nuts_warm_big", b_big, t_big, cpu_big, args.big_rows, t_read_big, False)
+        row.update({
             "ratio_vs_rows": t_big / t_warm,
             "ratio_vs_rows_after_reading": (t_big - t_read_big) / max(t_warm - t_read, 1e-9),
             "make_rows_s": t_big_rows,
         })
+        results.append(row)
 
     settings = {"candidates": args.candidates, "rows": args.rows, "big_rows": args.big_rows,
                 "num_warmup": args.warmup, "num_samples": args.samples, "num_chains": args.chains,
-                "svi_steps": args.svi_steps, "seed": args.seed, "make_rows_s": t_rows,
+                "svi_steps": args.svi_steps, "repeats": len(warm_seeds), "seed": args.seed, "make_rows_s": t_rows,
                 "xla_flags": os.environ.get("XLA_FLAGS", "")}
     return {"benchmark": "fit", "machine": common.machine(), "settings": settings, "results": results}
 
