@@ -134,6 +134,9 @@ def decide_command(
     delta: Annotated[float, typer.Option(help="One minus the confidence of the bounds.")] = 0.05,
     beta: Annotated[float, typer.Option(help="Weight of the look-ahead value CVU in Q.")] = 1.0,
     cvu_samples: Annotated[int, typer.Option(help="Simulated outcomes per candidate.")] = 1024,
+    utility: Annotated[str, typer.Option(
+        help="Decision functional: mean, lcb, cvar, or adopt (a new policy is kept only if it "
+             "evaluates better: a try is worth E[max(gain, 0)]).")] = "mean",
     seed: Annotated[int, typer.Option(help="Seed of the fit and the look-ahead.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
@@ -141,7 +144,11 @@ def decide_command(
     from bayes_s2r.decision import decide
     from bayes_s2r.evidence.io import load_candidates
 
+    from bayes_s2r.decision.config import UTILITIES
+
     load_candidates(candidates)  # a missing or malformed file is named before anything else
+    if utility not in UTILITIES:
+        raise InputError("--utility", utility, " or ".join(UTILITIES))
     tables = _side_tables(candidates)
     if budget is not None:
         b = Budget.from_mapping(parse_resources(budget, "--budget"))
@@ -157,7 +164,7 @@ def decide_command(
     records, cands = _open_evidence(ledger, candidates)
     belief, risk = _fit(records, cands, method, seed)
     d = decide(belief, cands, b, w, risk=risk, alpha_exec=alpha_exec, delta=delta, beta=beta,
-               cvu_samples=cvu_samples, seed=seed, allow_bad_belief=True)
+               cvu_samples=cvu_samples, seed=seed, utility=utility, allow_bad_belief=True)
     if as_json:
         typer.echo(json.dumps({
             "best": d.best, "stop_reason": d.stop_reason,

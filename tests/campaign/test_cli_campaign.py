@@ -116,6 +116,17 @@ def test_decide_json_on_the_example_ledger(example_ledger):
     assert {r["resource"] for r in out["weight_robustness"]} == {"real", "compute", "eng"}
 
 
+def test_decide_with_the_adopt_utility(example_ledger):
+    result = CliRunner().invoke(app, [
+        "decide", "--ledger", str(example_ledger), "--candidates", EXAMPLE_TOML, "--method", "svi",
+        "--cvu-samples", "64", "--utility", "adopt", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = [r for r in json.loads(result.stdout)["table"] if r["role"] == "adaptation"]
+    # E[max(ΔJ, 0)] is above both the mean and 0, and U0 prices it
+    assert all(r["gain"] >= max(r["mu_dJ"], 0.0) - 1e-9 for r in rows)
+    assert all(r["U0"] == pytest.approx(r["gain"] - r["C_lambda"]) for r in rows)
+
+
 def test_decide_table_with_budget_and_weights(example_ledger):
     result = CliRunner().invoke(app, [
         "decide", "--ledger", str(example_ledger), "--candidates", EXAMPLE_TOML, "--method", "svi",
@@ -147,6 +158,8 @@ def test_decide_table_with_budget_and_weights(example_ledger):
      "--method='mcmc': expected nuts or svi"),
     (["decide", "--ledger", "{one}", "--candidates", EXAMPLE_TOML, "--method", "hmc"],
      "--method='hmc': expected nuts or svi"),
+    (["decide", "--ledger", "{one}", "--candidates", EXAMPLE_TOML, "--utility", "max"],
+     "--utility='max': expected mean or lcb or cvar or adopt"),
     (["resume", "--ledger", "{tmp}/missing.sqlite"], "--ledger="),
     (["resume", "--ledger", "{empty}"], "a ledger holding a campaign"),
     (["demo", "--world", "mars", "--out", "{tmp}/demo"], "--world='mars': expected a real-world card"),
