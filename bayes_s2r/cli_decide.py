@@ -142,9 +142,8 @@ def decide_command(
 ) -> None:
     """Which candidate should the next unit of budget go to, on the evidence in a ledger?"""
     from bayes_s2r.decision import decide
-    from bayes_s2r.evidence.io import load_candidates
-
     from bayes_s2r.decision.config import UTILITIES
+    from bayes_s2r.evidence.io import load_candidates
 
     load_candidates(candidates)  # a missing or malformed file is named before anything else
     if utility not in UTILITIES:
