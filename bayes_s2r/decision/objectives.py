@@ -103,7 +103,8 @@ def secondary_gains(split: ObjectiveSplit, candidates, config: DecideConfig) -> 
             col = c.name + suffix
             if col in src:
                 d = src.column(col)
-                vals[i] = utility_value(d.mean(), d.std(), config.utility, config.utility_level)
+                vals[i] = (np.maximum(d, 0.0).mean() if config.utility == "adopt"
+                           else utility_value(d.mean(), d.std(), config.utility, config.utility_level))
             elif o in c.objectives:
                 raise InputError("belief.names", col, f"a column for {c.name!r}, which lists objective {o!r}")
         cols[f"gain@{o}"] = vals

@@ -204,7 +204,11 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
             gain_col[i] = col[c.name]
     mu = np.where(is_adapt, mean_all[np.maximum(gain_col, 0)], 0.0)
     sd = np.where(is_adapt, sd_all[np.maximum(gain_col, 0)], 0.0)
-    gain = utility_value(mu, sd, config.utility, config.utility_level)
+    if config.utility == "adopt":  # exact over the draws, which respect ΔJ ≤ 1 − J
+        positive = np.maximum(draws, 0.0).mean(0)
+        gain = np.where(is_adapt, positive[np.maximum(gain_col, 0)], 0.0)
+    else:
+        gain = utility_value(mu, sd, config.utility, config.utility_level)
 
     cost = np.stack([c.cost.as_array() for c in cands])
     lam = np.asarray(weights.at(budget, reference), dtype=np.float64)
