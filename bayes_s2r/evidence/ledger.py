@@ -2,7 +2,8 @@
 
 A `Ledger` is one SQLite file (standard-library `sqlite3`, WAL journal). Records are
 stored as canonical JSON under their stable id; adding the same record again changes
-nothing, and a different record under an id already used is refused. Every write is one
+nothing, and a different record under an id already used is refused. Within one batch,
+identical records without ids are distinct trials and are all stored (see `add_many`). Every write is one
 transaction, so a rejected input or a process killed mid-import leaves the ledger as it
 was. A small key/value `meta` table holds campaign state (mutable, unlike evidence).
 
@@ -12,7 +13,9 @@ an older file is opened.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
 import datetime
 import json
 import os
@@ -326,6 +329,11 @@ class Ledger:
     ) -> int:
         """Append records atomically (all or none); return how many were new.
 
+        Identical records without ids of their own in one batch are distinct trials (two
+        matched episodes with the same outcomes), not a repeat: the k-th of them (k ≥ 2) is
+        stored under "<content hash>.k". Adding the same batch again (importing the same
+        file twice) still stores nothing new.
+
         Args:
             records: evidence records.
             where: optional function of the 0-based position giving the source of a record
@@ -337,9 +345,13 @@ class Ledger:
         """
         items = list(records)
         texts = []
+        seen: collections.Counter = collections.Counter()
         for i, rec in enumerate(items):
             if not isinstance(rec, Record) or not hasattr(rec, "id"):
                 raise InputError(f"records[{i}]", rec, "an evidence record such as PairedEval(...)")
+            seen[rec.id] += 1
+            if seen[rec.id] > 1 and rec.id == rec.content_hash():
+                items[i] = rec = dataclasses.replace(rec, id=f"{rec.id}.{seen[rec.id]}")
             texts.append(_canonical(rec))
         added = 0
         with self.transaction():

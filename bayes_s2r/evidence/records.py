@@ -2,8 +2,10 @@
 
 Every record carries the round and the policy it was measured under, because a gain is a
 property of the current policy, not of the method. A record's `id` defaults to a hash of
-its content, so importing the same file twice stores nothing new; give explicit ids to
-keep two identical-looking trials apart.
+its content, so importing the same file twice stores nothing new. Identical records in one
+batch (one `add_many` call, one imported file) are kept apart by the ledger, which numbers
+the repeats; a single record added again in a later call is a repeat. Give explicit ids to
+keep identical trials apart across calls.
 """
 
 from __future__ import annotations

@@ -297,3 +297,25 @@ def test_csv_cells_keep_null_empty_and_lists_apart():
     assert _cell("json", None) == "null" and _cell("json", "") == '""' and _cell("json", []) == "[]"
     assert _cell("optstr", None) == "" and _cell("bool", False) == "false"
     assert _cell("floats", [0.1, -0.0]) == "[0.1, -0.0]" and _cell("float", 1e-300) == "1e-300"
+
+
+def test_identical_trials_in_one_batch_are_all_kept(tmp_path):
+    # one-episode matched pairs: many rows have the same content and no id of their own
+    won, lost = PairedEval("dr", 1, 1, 0, 1), PairedEval("dr", 0, 1, 0, 1)
+    batch = [won, won, lost, won]
+    with Ledger(tmp_path / "a.sqlite") as ledger:
+        assert ledger.add_many(batch) == 4
+        assert ledger.add_many(batch) == 0          # the same batch again is a repeat
+        assert ledger.add(won) is False             # so is a single record added later
+        ids = [r.id for r in ledger.records()]
+        assert ids == [won.id, f"{won.id}.2", lost.id, f"{won.id}.3"]
+        assert sum(r.successes_treated for r in ledger.records()) == 3
+        ledger.export_csv(tmp_path / "a.csv")
+    csv = tmp_path / "plain.csv"    # the same trials as a file without ids
+    csv.write_text("kind,candidate,successes_treated,episodes_treated,successes_control,episodes_control\n"
+                   + "".join(f"paired_eval,dr,{r.successes_treated},1,0,1\n" for r in batch))
+    with Ledger(tmp_path / "b.sqlite") as other:
+        assert other.import_csv(csv).added == 4
+        assert other.import_csv(csv).added == 0
+        assert other.import_csv(tmp_path / "a.csv").added == 0   # the export names the same ids
+        assert sorted(r.id for r in other.records()) == sorted(ids)
