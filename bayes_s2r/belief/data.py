@@ -76,8 +76,11 @@ def _bucket(n: int, minimum: int = 1) -> int:
 
 
 def iter_records(evidence) -> list[Record]:
-    """The records of `evidence`: an iterable of records or an object with `.records()`."""
-    if hasattr(evidence, "records") and callable(evidence.records):
+    """The records of `evidence`: an iterable of records or an object with `.records()`
+    (one with `.summed_records()`, a Ledger, is read with its paired evaluations summed)."""
+    if callable(getattr(evidence, "summed_records", None)):
+        evidence = evidence.summed_records()
+    elif hasattr(evidence, "records") and callable(evidence.records):
         evidence = evidence.records()
     if isinstance(evidence, (str, bytes, Mapping)) or not isinstance(evidence, Iterable):
         raise InputError("evidence", type(evidence).__name__,

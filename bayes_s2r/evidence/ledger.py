@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Self
 
 from bayes_s2r.errors import InputError
-from bayes_s2r.evidence.records import RECORD_TYPES, Record, record_from_dict
+from bayes_s2r.evidence.records import RECORD_TYPES, PairedEval, Record, record_from_dict
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "ImportResult", "Ledger", "migrate"]
 
@@ -370,6 +370,39 @@ class Ledger:
         sql = "SELECT payload FROM records" + (" WHERE kind = ?" if k else "") + " ORDER BY seq"
         rows = self._db().execute(sql, (k,) if k else ())
         return [record_from_dict(json.loads(text), coerce=False) for (text,) in rows]
+
+    def summed_records(self) -> list[Record]:
+        """The records in insertion order, with the paired evaluations summed by SQLite.
+
+        PairedEval rows that share candidate, policy, objective and round become one record
+        with the summed counts, placed where the last of them was (and carrying the id of
+        the first of them), so everything that reads totals and the latest round or policy
+        (`fit_gains`) sees the same evidence as from `records()`, without a Python object per
+        trial row (500,000 one-episode rows: about 2 s instead of 9 s).
+        """
+        db = self._db()
+        try:
+            db.execute("SELECT json_extract('{}', '$')")
+        except sqlite3.OperationalError:  # an SQLite built without its JSON functions
+            return self.records()
+        field = "json_extract(payload, '$.{}')".format
+        counts = ("successes_treated", "episodes_treated", "successes_control", "episodes_control")
+        sums = db.execute(
+            "WITH g AS (SELECT MAX(seq) AS last, MIN(seq) AS lo, "
+            + ", ".join(f"SUM({field(c)}) AS {c}" for c in counts)
+            + f", MIN({field('matched')}) AS matched, {field('candidate')} AS c, {field('policy')} AS p,"
+            f" {field('objective')} AS o, {field('round')} AS r"
+            " FROM records WHERE kind = ? GROUP BY c, p, o, r)"
+            " SELECT g.last, records.id, " + ", ".join(f"g.{c}" for c in counts)
+            + ", g.matched, g.c, g.p, g.o, g.r FROM g JOIN records ON records.seq = g.lo",
+            (PairedEval.KIND,)).fetchall()
+        out = [(seq, record_from_dict(json.loads(text), coerce=False)) for seq, text in db.execute(
+            "SELECT seq, payload FROM records WHERE kind != ? ORDER BY seq", (PairedEval.KIND,))]
+        for last, ident, st, nt, sc, nc, matched, cand, policy, objective, rnd in sums:
+            out.append((last, PairedEval(cand, st, nt, sc, nc, round=rnd, matched=bool(matched),
+                                         policy=policy, objective=objective, id=ident)))
+        out.sort(key=lambda pair: pair[0])
+        return [rec for _, rec in out]
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())

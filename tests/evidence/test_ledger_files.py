@@ -319,3 +319,36 @@ def test_identical_trials_in_one_batch_are_all_kept(tmp_path):
         assert other.import_csv(csv).added == 0
         assert other.import_csv(tmp_path / "a.csv").added == 0   # the export names the same ids
         assert sorted(r.id for r in other.records()) == sorted(ids)
+
+
+def test_summed_records_give_the_gains_fit_the_same_evidence(tmp_path):
+    import numpy as np
+
+    from bayes_s2r import Candidate, DeploymentEval
+    from bayes_s2r.belief.data import prepare_gains
+
+    cands = [Candidate(n, "adaptation", "data", method="DR") for n in ("a", "b")]
+    rng = np.random.default_rng(0)
+    rows = []
+    for rnd, policy in ((0, "pi0"), (1, "pi1"), (1, "pi0")):
+        for _ in range(30):
+            cand = str(rng.choice(["a", "b"]))
+            rows.append(PairedEval(cand, int(rng.integers(0, 2)), 1, int(rng.integers(0, 2)), 1,
+                                   round=rnd, policy=policy))
+        rows.append(DeploymentEval(policy, 10, 7, 0, round=rnd))
+    rows.append(PairedEval("a", 3, 5, 2, 5, round=1, policy="pi1", objective="energy"))
+    with Ledger(tmp_path / "s.sqlite") as ledger:
+        ledger.add_many(rows)
+        summed = ledger.summed_records()
+        plain = ledger.records()
+        pe = [r for r in summed if isinstance(r, PairedEval)]
+        assert len(plain) == len(rows) and len(pe) < len(rows) - 3
+        for kind in ("successes_treated", "episodes_treated", "successes_control", "episodes_control"):
+            assert sum(getattr(r, kind) for r in pe) == sum(getattr(r, kind) for r in rows
+                                                            if isinstance(r, PairedEval))
+        assert {r.id for r in pe} <= {r.id for r in plain}
+        # the deployment evaluations keep their places; the last record decides the policy
+        a, b = prepare_gains(ledger, cands), prepare_gains(plain, cands)
+    assert a.current_policy == b.current_policy == "pi0" and a.policies == b.policies
+    for x, y in zip(a.data, b.data):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
