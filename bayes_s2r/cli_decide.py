@@ -71,7 +71,7 @@ def _open_evidence(ledger_path: Path, candidates_path: Path):
 
     candidates = load_candidates(candidates_path)
     with Ledger(ledger_path, create=False) as ledger:
-        records = ledger.records()
+        records = ledger.summed_records()   # paired evaluations summed: the fits read totals
     if not records:
         raise InputError("--ledger", str(ledger_path), "a ledger holding evidence (this one is empty)")
     return records, candidates

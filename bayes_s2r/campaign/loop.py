@@ -244,7 +244,7 @@ def _toolkit_decision(ledger: Ledger, state: CampaignState, seed: int):
     from bayes_s2r.decision import decide
 
     cfg, t = state.config, state.round
-    belief, risk = fit_round_belief(ledger.records(), state, seed)
+    belief, risk = fit_round_belief(ledger.summed_records(), state, seed)
     decision = decide(
         belief, state.candidates, state.budget, cfg.weights, risk=risk, alpha_exec=cfg.alpha_exec,
         delta=cfg.delta, beta=cfg.beta, cvu_samples=cfg.cvu_samples,

@@ -104,7 +104,7 @@ def _decide(state, ledger, seed: int, *, beta: float, terminal: bool | None = No
     from bayes_s2r.decision import decide
 
     cfg, t = state.config, state.round
-    belief, risk = fit_round_belief(ledger.records(), state, seed)
+    belief, risk = fit_round_belief(ledger.summed_records(), state, seed)
     decision = decide(
         belief, state.candidates, state.budget, cfg.weights, risk=risk, alpha_exec=cfg.alpha_exec,
         delta=cfg.delta, beta=beta, cvu_samples=cfg.cvu_samples if beta > 0 else 2,
