@@ -47,7 +47,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=3,
                    help="warm fits timed per setting (median reported; different seeds)")
     p.add_argument("--chains", type=int, default=2)
-    p.add_argument("--svi-steps", type=int, default=3000)
+    p.add_argument("--svi-steps", type=int, default=6000)
     p.add_argument("--devices", type=int, default=None,
                    help="host devices for parallel chains (default: --chains)")
     p.add_argument("--seed", type=int, default=0)

@@ -204,7 +204,7 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", s
               current_policy: Any = None, lineage=None, prior: GainPrior | None = None,
               objective: str = "success", chain_method: str | None = None,
               target_accept_prob: float = 0.9, max_tree_depth: int = 8,
-              svi_steps: int = 3000, svi_learning_rate: float = 0.02, svi_guide: str = "lowrank",
+              svi_steps: int = 6000, svi_learning_rate: float = 0.02, svi_guide: str = "lowrank",
               use_sensitivity: bool = True) -> GainBelief:
     """Fit the gains model to the evidence and return the posterior over ΔJ(m | π_t).
 
@@ -227,7 +227,9 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", s
         target_accept_prob, max_tree_depth: NUTS settings. The acceptance target defaults to
             0.9: the candidate-level scale over a handful of siblings makes a mild funnel, and
             smaller steps keep it free of divergences.
-        svi_steps, svi_learning_rate, svi_guide: SVI settings ("lowrank" or "normal").
+        svi_steps, svi_learning_rate, svi_guide: SVI settings ("lowrank" or "normal"). The
+            steps run in one compiled loop (0.4 s for 64 candidates); with 3000, small
+            hierarchical fits sometimes stopped a quarter of an sd short in some coordinate.
         use_sensitivity: include the sensitivity block when there is sensitivity evidence.
 
     Returns:

@@ -38,7 +38,7 @@ def test_svi_that_stopped_early_is_not_ok(gains_kit):
                   svi_steps=40, num_samples=50, num_chains=1)
     assert not b.diagnostics["ok"]
     assert "not converged" in b.diagnostics["reason"]
-    assert b.diagnostics["grad_z"] > 4
+    assert b.diagnostics["grad_z"] > 4 and b.diagnostics["mean_offset_sd"] > 0.25
 
 
 @pytest.mark.parametrize("kw, field", [
