@@ -92,7 +92,7 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
                 mean = mu0 + cov * (t_hat - theta.mean()) / denom
                 var = var0 - cov**2 / denom
             # with "adopt", the policy changes only when the evaluation shows an improvement
-            improved = (yj > 0) if kind == 1 else (yj > b * a) if kind == 2 else False
+            improved = (yj > 0) if kind == 1 else (yj > b * a + 1e-3) if kind == 2 else False
             if problem.is_adapt[m] and transition == "headroom" and (improved or not adopt):
                 j_now = problem.j_now
                 ratio = np.clip((1 - (j_now + mean[m])) / max(1 - j_now, 1e-6), 0.0, max_ratio)

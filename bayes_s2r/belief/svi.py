@@ -47,7 +47,8 @@ TRACE_COUNT = {"svi": 0}
 _KEEP = ("gain", "baseline", "sensitivity", "alpha", "mu_gain", "tau_method", "tau_group", "tau_cand")
 _INIT_SCALE = 0.1
 # A variational mean away from its optimum leaves a gradient of constant sign; near it the
-# gradient is about (mean − optimum)/sd², so gradient × sd estimates the distance in sds.
+# gradient is about Σ⁻¹(mean − optimum), so Σ_q·gradient / sd estimates the distance in sds
+# (Σ_q, the guide's covariance, stands in for the posterior's; correlations included).
 # Over the last window of steps, a mean whose gradient is significant (this many standard
 # errors from 0) and puts it more than _MAX_OFFSET sd from its optimum has not converged.
 # (The one-draw ELBO is too noisy to show a slow drift on its own, and the decaying step
@@ -92,9 +93,12 @@ def _gaussian(dim: int, guide: str):
             z = z + eps[..., dim:] @ params["factor"].T
         return z
 
-    def marginal_sd(params):
+    def offset_sd(params, g):  # Σ_q·g / marginal sd: the distance to the optimum, in sds
         s = jax.nn.softplus(params["scale"])
-        return jnp.sqrt(s**2 + jnp.sum(params["factor"] ** 2, axis=1)) if rank else s
+        if rank:
+            w = params["factor"]
+            return (s**2 * g + w @ (w.T @ g)) / jnp.sqrt(s**2 + jnp.sum(w**2, axis=1))
+        return s * g
 
     def entropy(params):
         s = jax.nn.softplus(params["scale"])
@@ -104,7 +108,7 @@ def _gaussian(dim: int, guide: str):
             logdet = logdet + jnp.linalg.slogdet(jnp.eye(rank) + w.T @ w)[1]
         return 0.5 * logdet + 0.5 * dim * (1.0 + math.log(2.0 * math.pi))
 
-    return init, sample, entropy, marginal_sd, dim + rank
+    return init, sample, entropy, offset_sd, dim + rank
 
 
 def _window(num_steps: int) -> int:
@@ -129,7 +133,7 @@ def svi_runner(prep: PreparedGains, *, num_steps: int, learning_rate: float, gui
         model = functools.partial(gains_model, spec=prep.spec)
         proto = unconstrained_prototype(model, prep.data, prep.sens)
         flat, unravel = ravel_pytree(jax.tree.map(lambda v: jnp.zeros(v.shape, v.dtype), proto))
-        init, sample, entropy, marginal_sd, width = _gaussian(flat.size, guide)
+        init, sample, entropy, offset_sd, width = _gaussian(flat.size, guide)
         window = _window(num_steps)
         schedule = optax.cosine_decay_schedule(learning_rate, num_steps, alpha=0.05)
         optim = optax.chain(optax.clip_by_global_norm(100.0), optax.adam(schedule))
@@ -157,7 +161,7 @@ def svi_runner(prep: PreparedGains, *, num_steps: int, learning_rate: float, gui
             g = grad_loc[-window:]
             se = jnp.std(g, axis=0) / math.sqrt(window)
             z_all = jnp.abs(jnp.mean(g, axis=0)) / jnp.maximum(se, 1e-12)
-            offset = jnp.abs(jnp.mean(g, axis=0)) * marginal_sd(params)
+            offset = jnp.abs(offset_sd(params, jnp.mean(g, axis=0)))
             check = (jnp.max(z_all), jnp.max(jnp.where(z_all >= _MAX_GRAD_Z, offset, 0.0)))
             z = sample(params, jax.random.normal(k_draw, (num_draws, width)))
             sites = jax.vmap(lambda zz: constrain_fn(model, (data,), kw, unravel(zz),

@@ -278,7 +278,8 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
         mean_t, var_t = jax.vmap(rule.apply, in_axes=(0, 0, 0, None))(mean, var, own, j_now)
         moves = arr.is_adapt
         if adopt:  # the adoption rule: the policy changes only when the evaluation shows it better
-            moves = moves & jnp.where(gauss, y > 0, binom & (y > arr.b * n))
+            # (a tie keeps the incumbent; the margin keeps float32 ties ties)
+            moves = moves & jnp.where(gauss, y > 0, binom & (y > arr.b * n + 1e-3))
         mean = jnp.where(moves[:, None], mean_t, mean)
         var = jnp.where(moves[:, None], var_t, var)
         val = jnp.where(arr.feas_next, functional(mean, var) - arr.cost_next, -jnp.inf)

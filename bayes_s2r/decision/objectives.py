@@ -103,8 +103,14 @@ def secondary_gains(split: ObjectiveSplit, candidates, config: DecideConfig) -> 
             col = c.name + suffix
             if col in src:
                 d = src.column(col)
-                vals[i] = (np.maximum(d, 0.0).mean() if config.utility == "adopt"
-                           else utility_value(d.mean(), d.std(), config.utility, config.utility_level))
+                if config.utility == "adopt":
+                    # adoption follows the primary gain: E[d · 1{primary gain > 0}], over the
+                    # joint draws when there are some (else the two taken as independent)
+                    kept = split.primary.column(c.name) > 0
+                    vals[i] = ((d * kept).mean() if src is split.primary and len(d) == len(kept)
+                               else d.mean() * kept.mean())
+                else:
+                    vals[i] = utility_value(d.mean(), d.std(), config.utility, config.utility_level)
             elif o in c.objectives:
                 raise InputError("belief.names", col, f"a column for {c.name!r}, which lists objective {o!r}")
         cols[f"gain@{o}"] = vals

@@ -344,14 +344,21 @@ class Ledger:
                 ledger or earlier in `records`); nothing is stored then.
         """
         items = list(records)
-        texts = []
-        seen: collections.Counter = collections.Counter()
         for i, rec in enumerate(items):
             if not isinstance(rec, Record) or not hasattr(rec, "id"):
                 raise InputError(f"records[{i}]", rec, "an evidence record such as PairedEval(...)")
+        taken = {rec.id for rec in items}     # a repeat's number skips ids the batch names itself
+        seen: collections.Counter = collections.Counter()
+        texts = []
+        for i, rec in enumerate(items):
             seen[rec.id] += 1
             if seen[rec.id] > 1 and rec.id == rec.content_hash():
-                items[i] = rec = dataclasses.replace(rec, id=f"{rec.id}.{seen[rec.id]}")
+                k = seen[rec.id]
+                while f"{rec.id}.{k}" in taken:
+                    k += 1
+                seen[rec.id] = k
+                taken.add(f"{rec.id}.{k}")
+                items[i] = rec = dataclasses.replace(rec, id=f"{rec.id}.{k}")
             texts.append(_canonical(rec))
         added = 0
         with self.transaction():

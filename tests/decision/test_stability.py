@@ -172,3 +172,14 @@ def test_record_and_text(toy):
     text = d.text()
     for piece in ("U0", "CVU", "Q", "Chosen: dr_wide", "probe", "Weight robustness"):
         assert piece in text
+
+
+def test_adopt_prices_a_secondary_objective_by_the_primary_adoption():
+    rng = np.random.default_rng(1)
+    names = ["fast", "fast@energy"]
+    draws = np.column_stack([rng.normal(0.10, 0.01, 4000), rng.normal(-0.05, 0.01, 4000)])
+    belief = bs.GainBelief.from_draws(names, draws)
+    cands = [bs.Candidate("fast", "adaptation", "data", objectives=("success", "energy"))]
+    d = bs.decide(belief, cands, bs.Budget(1, 1, 1), bs.ResourceWeights(), terminal=True, utility="adopt")
+    # surely adopted, so surely pays its energy cost: not the positive part of the energy gain
+    assert d.table.loc["fast", "gain@energy"] == pytest.approx(-0.05, abs=0.002)

@@ -352,3 +352,18 @@ def test_summed_records_give_the_gains_fit_the_same_evidence(tmp_path):
     assert a.current_policy == b.current_policy == "pi0" and a.policies == b.policies
     for x, y in zip(a.data, b.data):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_a_new_identical_trial_next_to_numbered_ones_is_kept(tmp_path):
+    won = PairedEval("dr", 1, 1, 0, 1)
+    with Ledger(tmp_path / "n.sqlite") as ledger:
+        assert ledger.add_many([won, won, won]) == 3
+        ledger.export_json(tmp_path / "n.json")
+        doc = json.loads((tmp_path / "n.json").read_text())
+        rows = doc["records"]
+        rows.append({k: v for k, v in rows[0].items() if k != "id"})   # one more, without an id
+        (tmp_path / "more.json").write_text(json.dumps(doc))
+        assert ledger.import_json(tmp_path / "more.json").added == 1
+        assert ledger.import_json(tmp_path / "more.json").added == 0
+        assert ledger.add_many([won, PairedEval("dr", 1, 1, 0, 1, id=f"{won.id}.2"), won]) == 0
+        assert len(ledger) == 4
