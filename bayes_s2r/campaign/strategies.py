@@ -274,12 +274,15 @@ def oracle(true_gains: Callable[[Any, Any], Mapping[str, float]], *, gated: bool
     rule = "oracle_safe" if gated else "oracle"
 
     def choose(state, ledger, *, seed: int) -> Choice:
-        if gated:
-            decision, _ = _decide(state, ledger, seed, beta=0.0, terminal=True)
-            table = decision.table[["role", "C_lambda", "affordable", "done", "safe", "feasible"]].copy()
-            lam = np.asarray(decision.lambda_, float)
-        else:
-            table, lam = _plain_table(state)
+        table, lam = _plain_table(state)
+        if gated:  # the execution-safety gate of `decide`, from the same evidence
+            from bayes_s2r.belief import fit_exec_risk
+
+            cfg = state.config
+            risk = fit_exec_risk(ledger.summed_records(), state.candidates)
+            table["safe"] = [not c.touches_robot or risk.ucb(c.name, cfg.delta) <= cfg.alpha_exec
+                             for c in state.candidates]
+            table["feasible"] = table["feasible"] & table["safe"]
         gains = true_gains(state, ledger)
         table["true_dJ"] = [float(gains.get(n, 0.0)) if r == "adaptation" else 0.0
                             for n, r in zip(table.index, table["role"], strict=True)]

@@ -173,24 +173,16 @@ def positive_part(mean, sd, xp=np):
 
     `xp` is the array namespace (NumPy, or `jax.numpy` inside compiled code).
     """
-    erf = stats_erf(xp)
+    if xp is np:
+        norm = stats.norm
+    else:
+        import jax.scipy.stats
+
+        norm = jax.scipy.stats.norm
     pos = sd > 0
     safe = xp.where(pos, sd, 1.0)
     z = mean / safe
-    cdf = 0.5 * (1.0 + erf(z / math.sqrt(2.0)))
-    pdf = xp.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
-    return xp.where(pos, mean * cdf + safe * pdf, xp.maximum(mean, 0.0))
-
-
-def stats_erf(xp):
-    """The error function of the array namespace `xp`."""
-    if xp is np:
-        from scipy.special import erf
-
-        return erf
-    import jax.scipy.special
-
-    return jax.scipy.special.erf
+    return xp.where(pos, mean * norm.cdf(z) + safe * norm.pdf(z), xp.maximum(mean, 0.0))
 
 
 def utility_value(mean, sd, utility: str, level: float):
