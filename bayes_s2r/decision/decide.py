@@ -13,7 +13,7 @@ from bayes_s2r.decision.lookahead import lookahead
 from bayes_s2r.decision.objectives import rank_alternatives, secondary_gains, split_objectives
 from bayes_s2r.decision.problem import build_problem
 from bayes_s2r.decision.result import Decision
-from bayes_s2r.decision.stability import STOP, p_best, weight_robustness
+from bayes_s2r.decision.stability import STOP, p_best, stop_score, weight_robustness
 from bayes_s2r.decision.transition import resolve_transition
 from bayes_s2r.errors import InputError
 from bayes_s2r.vocab import RESOURCES, Budget, ResourceWeights, validate_candidates
@@ -101,6 +101,12 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
     cvu = np.where(meaningless, np.nan, la.cvu)
     q = prob.u0 + cfg.beta * cvu
     feasible = prob.feasible
+    # The stop is an action whose next state has no decision (G0 = 0), so on the Q scale it
+    # scores U0 = 0 plus β·(0 − G0(s^∅)). Scoring it 0 instead would stop whenever the look-ahead
+    # only says "do the best candidate later", e.g. at the last step the budget affords, where
+    # every CVU is −G0(s^∅) and every Q ≤ 0. With it, the rule stops exactly when no candidate
+    # has U0 + β·E[G0(s^{m,Y})] > 0.
+    stop_q = stop_score(la.g0_null, cfg.beta)
 
     if not feasible.any():
         best = None
@@ -108,17 +114,17 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
         stop_reason = "budget" if budget.exhausted() or not remaining.any() else "no_feasible"
         rank, front = np.full(prob.size, np.nan), ()
     else:
-        ranking = rank_alternatives(prob.names, q, feasible, sec, cfg)
+        ranking = rank_alternatives(prob.names, q, feasible, sec, cfg, stop_q)
         best, rank, front = ranking.best, ranking.rank, ranking.front
         stop_reason = None if best is not None else "economic"
 
     draw_gains = np.where(prob.is_adapt[None, :], prob.draws[:, np.maximum(prob.gain_col, 0)], 0.0)
     if cfg.utility == "adopt":  # with θ the truth, a worse policy is not kept
         draw_gains = np.maximum(draw_gains, 0.0)
-    pb = p_best(prob.names, draw_gains, prob.c_lambda, np.nan_to_num(cvu), cfg.beta, feasible)
+    pb = p_best(prob.names, draw_gains, prob.c_lambda, np.nan_to_num(cvu), cfg.beta, feasible, stop_q)
     label = prob.names[best] if best is not None else STOP
     flip = float(1.0 - pb.get(label, 0.0))
-    robust = weight_robustness(best, q, prob.cost, prob.lam, feasible)
+    robust = weight_robustness(best, q, prob.cost, prob.lam, feasible, stop_q)
 
     table = pd.DataFrame({
         "role": prob.roles, "mu_dJ": prob.mu, "sd_dJ": prob.sd, "gain": prob.gain,

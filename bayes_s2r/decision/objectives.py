@@ -148,11 +148,12 @@ def _pareto_ranks(v: np.ndarray) -> np.ndarray:
 
 
 def rank_alternatives(names, q: np.ndarray, feasible: np.ndarray, secondary: pd.DataFrame,
-                      config: DecideConfig) -> Ranking:
-    """Pick among the feasible candidates and the stop on (Q, secondary gains)."""
+                      config: DecideConfig, stop_q: float = 0.0) -> Ranking:
+    """Pick among the feasible candidates and the stop (Q = `stop_q`, no secondary gain) on
+    (Q, secondary gains)."""
     idx = np.flatnonzero(feasible)
     labels = [names[i] for i in idx] + [STOP]
-    v = np.column_stack([np.append(q[idx], 0.0)] + [np.append(secondary[c].to_numpy()[idx], 0.0)
+    v = np.column_stack([np.append(q[idx], stop_q)] + [np.append(secondary[c].to_numpy()[idx], 0.0)
                                                     for c in secondary.columns])
     rank = np.full(len(names), np.nan)
     if config.multi == "pareto":

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_s2r.decision.config import DecideConfig
+from bayes_s2r.decision.stability import stop_score
 from bayes_s2r.evidence.records import DecisionRecord
 
 __all__ = ["Decision"]
@@ -55,7 +56,8 @@ class Decision:
             several objectives gain@<objective> and rank. `table.attrs["utility"]` names the
             functional.
         best: name of m_t*, or None for a stop.
-        stop_reason: None, "economic" (max Q ≤ 0), "no_feasible" or "budget".
+        stop_reason: None, "economic" (no feasible Q above the stop's, `stop_Q`), "no_feasible"
+            or "budget".
         p_best: Series over the feasible candidates and "(stop)", sums to 1.
         flip_probability: 1 − p_best(best) (best = "(stop)" for a stop).
         weight_robustness: DataFrame resource, current, low, high (CVU held at its estimate).
@@ -87,6 +89,11 @@ class Decision:
     config: DecideConfig
 
     @property
+    def stop_Q(self) -> float:
+        """Q of the stop: −β·G0(s^∅) (0 at the terminal round); see `stability.stop_score`."""
+        return stop_score(self.g0_null, self.config.beta)
+
+    @property
     def utility_label(self) -> str:
         return self.utility if self.utility in ("mean", "adopt") else f"{self.utility}({self.utility_level:g})"
 
@@ -96,7 +103,8 @@ class Decision:
         lam = ", ".join(f"{k} {v:g}" for k, v in self.lambda_.items())
         lines = [
             f"Decision: utility={self.utility_label}, beta={self.config.beta:g}, lambda=({lam}), "
-            f"J_now={self.j_now:.3f} ({self.j_source}), G0(stop branch)={self.g0_null:.4f}"
+            f"J_now={self.j_now:.3f} ({self.j_source}), G0(stop branch)={self.g0_null:.4f}, "
+            f"Q(stop)={self.stop_Q:+.4f}"
             if not math.isnan(self.g0_null) else
             f"Decision: utility={self.utility_label}, beta={self.config.beta:g}, lambda=({lam}), "
             f"J_now={self.j_now:.3f} ({self.j_source}), terminal round (CVU = 0)",
@@ -142,6 +150,7 @@ class Decision:
             "transition": self.transition,
             "cvu_samples": self.config.cvu_samples,
             "beta": self.config.beta,
+            "stop_Q": self.stop_Q,
         })
         return DecisionRecord(round=round, chosen=self.best, stop_reason=self.stop_reason, table=rows,
                               seed=self.config.seed if seed is None else seed,

@@ -17,9 +17,18 @@ import pandas as pd
 
 from bayes_s2r.vocab import RESOURCES
 
-__all__ = ["STOP", "flip_scores", "p_best", "weight_robustness"]
+__all__ = ["STOP", "flip_scores", "p_best", "stop_score", "weight_robustness"]
 
 STOP = "(stop)"
+
+
+def stop_score(g0_null: float, beta: float) -> float:
+    """Q of the stop: U0 = 0 and, since no decision follows it, CVU = 0 − G0(s^∅).
+
+    0 at the terminal round (no look-ahead: `g0_null` is NaN). Any candidate with
+    U0 + β·E[G0(s^{m,Y})] > 0 scores above it.
+    """
+    return 0.0 if not math.isfinite(g0_null) else -float(beta) * float(g0_null)
 
 
 def flip_scores(draw_gains: np.ndarray, c_lambda: np.ndarray, cvu: np.ndarray, beta: float) -> np.ndarray:
@@ -28,7 +37,7 @@ def flip_scores(draw_gains: np.ndarray, c_lambda: np.ndarray, cvu: np.ndarray, b
 
 
 def p_best(names, draw_gains: np.ndarray, c_lambda: np.ndarray, cvu: np.ndarray, beta: float,
-           feasible: np.ndarray) -> pd.Series:
+           feasible: np.ndarray, stop_q: float = 0.0) -> pd.Series:
     """Share of posterior draws in which each feasible candidate (or the stop) is the argmax.
 
     Args:
@@ -37,6 +46,8 @@ def p_best(names, draw_gains: np.ndarray, c_lambda: np.ndarray, cvu: np.ndarray,
         c_lambda, cvu: priced cost and look-ahead value [C].
         beta: weight of CVU.
         feasible: mask [C]; infeasible candidates are not scored.
+        stop_q: the stop's score (`Decision.stop_Q`); a draw in which no candidate scores
+            above it counts for the stop.
 
     Returns:
         A Series over the feasible names and "(stop)" that sums to 1.
@@ -48,7 +59,7 @@ def p_best(names, draw_gains: np.ndarray, c_lambda: np.ndarray, cvu: np.ndarray,
     if idx.size:
         scores = flip_scores(draw_gains[:, idx], c_lambda[idx], cvu[idx], beta)
         top = scores.argmax(axis=1)
-        stop = scores.max(axis=1) <= 0.0
+        stop = scores.max(axis=1) <= stop_q
         counts[: idx.size] = np.bincount(top[~stop], minlength=idx.size)
         counts[-1] = stop.sum()
     else:
@@ -71,13 +82,14 @@ def _interval(coef: np.ndarray, rhs: np.ndarray) -> tuple[float, float]:
 
 
 def weight_robustness(best: int | None, q: np.ndarray, cost: np.ndarray, lam: np.ndarray,
-                      feasible: np.ndarray) -> pd.DataFrame:
+                      feasible: np.ndarray, stop_q: float = 0.0) -> pd.DataFrame:
     """For each resource r, the interval of λ_r (others fixed, CVU held) keeping the choice.
 
     Args:
         best: index of the chosen candidate, or None for a stop.
         q: Q [C] at the current weights.
         cost: ΔC [C, 3]; lam: λ_t [3]; feasible: mask [C].
+        stop_q: the stop's Q (held, like CVU).
 
     Returns:
         DataFrame with columns resource, current, low, high (high may be inf). For a stop
@@ -90,13 +102,13 @@ def weight_robustness(best: int | None, q: np.ndarray, cost: np.ndarray, lam: np
         with np.errstate(invalid="ignore"):  # an exhausted resource has λ_r = ∞; unused, it costs 0
             base = q + np.where(d > 0, lam[r] * d, 0.0)  # Q(λ_r) = base − λ_r·ΔC_r
         if best is None:
-            # stop stays: base_c − λ d_c ≤ 0  ⇔  d_c·λ ≥ base_c
-            lo, hi = _interval(d[idx], base[idx])
+            # stop stays: base_c − λ d_c ≤ stop_q  ⇔  d_c·λ ≥ base_c − stop_q
+            lo, hi = _interval(d[idx], base[idx] - stop_q)
         else:
             others = idx[idx != best]
-            # Q_b ≥ Q_c  ⇔  (d_c − d_b)·λ ≥ base_c − base_b;   Q_b > 0  ⇔  −d_b·λ ≥ −base_b
+            # Q_b ≥ Q_c  ⇔  (d_c − d_b)·λ ≥ base_c − base_b;   Q_b > stop_q  ⇔  −d_b·λ ≥ stop_q − base_b
             coef = np.concatenate([d[others] - d[best], [-d[best]]])
-            rhs = np.concatenate([base[others] - base[best], [-base[best]]])
+            rhs = np.concatenate([base[others] - base[best], [stop_q - base[best]]])
             lo, hi = _interval(coef, rhs)
         rows.append({"resource": res, "current": float(lam[r]), "low": lo, "high": hi})
     return pd.DataFrame(rows, columns=["resource", "current", "low", "high"])

@@ -59,7 +59,7 @@ CAPTIONS = {
 }
 
 STOP_WORDS = {
-    "economic": "economic stop: no feasible candidate has Q > 0",
+    "economic": "economic stop: no feasible candidate has Q above the stop's",
     "budget": "stopped: budget exhausted",
     "no_feasible": "stopped: no feasible candidate",
     "round_limit": "stopped: round limit reached",

@@ -34,6 +34,41 @@ def test_toy_two_candidates_fall_to_economic_stop(jit_mode):
     assert d.p_best["(stop)"] > 0.99 and math.isclose(d.p_best.sum(), 1.0)
 
 
+def _last_step_problem():
+    """Two non-repeatable adaptations worth running, a budget that affords one of them."""
+    names = ["a", "b"]
+    belief = bs.GainBelief.from_gaussian(names, [0.10, 0.06], [0.02, 0.02], num_draws=4000)
+    cands = [bs.Candidate(n, "adaptation", "data", cost=bs.Cost(real=1.0), repeatable=False) for n in names]
+    return belief, cands, bs.Budget(real=1.5, compute=1, eng=1), bs.ResourceWeights(real=0.02)
+
+
+def test_last_affordable_step_is_taken_not_deferred(jit_mode):
+    # After either step nothing is affordable, so G0(s^{m,Y}) = 0 and CVU(m) = −G0(s^∅):
+    # every Q is ≤ 0. The stop scores −β·G0(s^∅), so the better step is still taken.
+    belief, cands, budget, weights = _last_step_problem()
+    d = bs.decide(belief, cands, budget, weights, cvu_samples=32)
+    t = d.table
+    assert (t["U0"] > 0).all() and (t["Q"] <= 1e-9).all()
+    np.testing.assert_allclose(t["CVU"], -d.g0_null, atol=1e-9)
+    assert d.stop_Q == pytest.approx(-d.g0_null) and d.stop_Q < t["Q"].max()
+    assert d.best == "a" and d.stop_reason is None
+    assert d.p_best["a"] > 0.9 and d.p_best.get("(stop)", 0.0) < 0.01
+    assert math.isclose(dict(d.to_record(round=0).extra)["stop_Q"], d.stop_Q)
+    # the chosen step stays chosen for any real-robot price below its gain (U0 > 0)
+    real = d.weight_robustness.set_index("resource").loc["real"]
+    assert real["low"] == 0.0 and 0.05 < real["high"] < 0.15
+
+
+def test_stop_scores_zero_at_the_terminal_round_and_without_value():
+    belief, cands, budget, weights = _last_step_problem()
+    d = bs.decide(belief, cands, budget, weights, cvu_samples=32, terminal=True)
+    assert d.stop_Q == 0.0 and d.best == "a"
+    worthless = bs.GainBelief.from_gaussian(["a", "b"], [-0.05, -0.02], [0.002, 0.002], num_draws=4000)
+    d = bs.decide(worthless, cands, budget, weights, cvu_samples=32)
+    assert d.g0_null == 0.0 and d.stop_Q == 0.0
+    assert d.best is None and d.stop_reason == "economic"
+
+
 def test_diagnosis_and_model_update_gain_exactly_zero(toy):
     belief, cands, budget, weights = toy
     extra = [bs.Candidate("probe", "diagnosis", "data", observes="dr_wide", cost=bs.Cost(compute=0.2),
