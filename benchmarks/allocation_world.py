@@ -45,6 +45,7 @@ WORLDS = {
     "bench_dynamics": "dynamics parameters (pole mass x2, damping x0.5, gear x0.5)",
     "bench_obs_bias": "observation bias (pole angle +0.2 rad)",
     "bench_combo": "combination with synergy (angle bias 0.12 rad + gear x0.6)",
+    "bench_bias_dynamics": "angle bias 0.15 rad + heavy, weakly driven pole: no single step reaches J = 1",
 }
 
 #: Candidate name -> (method, intervention kind, settings without `iterations`).

@@ -24,6 +24,8 @@ RESULTS_SECTION = re.compile(r"^## Results\n.*?(?=^## |\Z)", flags=re.DOTALL | r
 
 COMMANDS = {
     "allocation": "python benchmarks/bench_allocation.py --worlds all --seeds 10 --out benchmarks/results/allocation.json",
+    "allocation_scarce": ("python benchmarks/bench_allocation.py --worlds all --seeds 10 --budget-real 1.6 "
+                          "--out benchmarks/results/allocation_scarce.json"),
     "decide": "python benchmarks/bench_decide.py --full --out benchmarks/results/decide.json",
     "fit": "python benchmarks/bench_fit.py --out benchmarks/results/fit.json",
     "sbc_gains": "python benchmarks/sbc_gains.py --out benchmarks/results/sbc_gains.json",
@@ -49,9 +51,9 @@ def _head(name: str, title: str, data: dict) -> list[str]:
     return [f"### {title}", "", f"`{COMMANDS[name]}` ({_machine(data)})", ""]
 
 
-def allocation(data: dict) -> list[str]:
+def allocation(data: dict, name: str = "allocation", title: str = "Allocation quality") -> list[str]:
     s = data["settings"]
-    out = _head("allocation", "Allocation quality", data)
+    out = _head(name, title, data)
     out += [(f"{len(s['worlds'])} hidden worlds × {s['seeds']} seeds × up to {s['rounds']} rounds, the same "
             f"budget for every strategy (real {s['budget_real']:g} h, compute {s['budget_compute']:g}, "
             f"eng {s['budget_eng']:g} h). Mean true J_real of the deployed policy; in brackets the 95% "
@@ -87,7 +89,16 @@ def allocation(data: dict) -> list[str]:
         unsafe = {k: sum(r["safety_violations"] for r in data["results"] if r["strategy"] == k) for k in strategies}
         out += ["", "Over the worlds (mean J; unsafe episodes per campaign, summed over worlds): " + ", ".join(
             f"{k} {means[k]:.2f}; {unsafe[k]:.1f}" for k in strategies) + "."]
+        if all("net_utility_mean" in r for r in data["results"]):
+            net = {k: np.mean([r["net_utility_mean"] for r in data["results"] if r["strategy"] == k])
+                   for k in strategies}
+            out += ["", ("Net utility (final J − λ0·spent, what the rule maximises), mean over the worlds: "
+                         + ", ".join(f"{k} {net[k]:.3f}" for k in strategies) + ".")]
     return out + [""]
+
+
+def allocation_scarce(data: dict) -> list[str]:
+    return allocation(data, "allocation_scarce", "Allocation quality on a scarce budget")
 
 
 def decide(data: dict) -> list[str]:
@@ -154,7 +165,7 @@ def scaling(data: dict) -> list[str]:
     return out + ([""] + [notes[0]] if notes else []) + [""]
 
 
-SECTIONS = [("allocation", allocation), ("decide", decide), ("fit", fit), ("sbc_gains", sbc),
+SECTIONS = [("allocation", allocation), ("allocation_scarce", allocation_scarce), ("decide", decide), ("fit", fit), ("sbc_gains", sbc),
             ("rollouts", rollouts), ("scaling", scaling)]
 
 
