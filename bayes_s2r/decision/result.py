@@ -60,7 +60,8 @@ class Decision:
             or "budget".
         p_best: Series over the feasible candidates and "(stop)", sums to 1.
         flip_probability: 1 − p_best(best) (best = "(stop)" for a stop).
-        weight_robustness: DataFrame resource, current, low, high (CVU held at its estimate).
+        weight_robustness: DataFrame resource, current, low, high (CVU and the stop's Q held
+            at their estimates).
         lambda_: Series of the resource weights λ_t used.
         utility: "mean", "lcb", "cvar" or "adopt"; `utility_level` the tail level of the first two.
         objectives: objective names in priority order; `front` the Pareto front or the

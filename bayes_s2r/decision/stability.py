@@ -5,7 +5,7 @@ weight): p_best re-scores each candidate with one posterior draw θ^(s) in place
 decision functional of its gain; the weight robustness moves one resource weight λ_r with
 the others fixed. With CVU held, Q(c) = gain(c) + β·CVU(c) − Σ_r λ_r·ΔC_r(c) is linear in
 λ_r, so the interval on which the chosen candidate stays the argmax is exact for that
-approximation.
+approximation. The stop's score (`stop_score`) is held with CVU.
 """
 
 from __future__ import annotations
