@@ -30,7 +30,8 @@ from scipy import stats
 
 
 def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa: float = 0.0,
-                  transition: str = "headroom", max_ratio: float = 2.0, adopt: bool = False) -> dict:
+                  transition: str = "headroom", max_ratio: float = 2.0, adopt: bool = False,
+                  repeat_share: float = 1.0) -> dict:
     """CVU by a Python loop over candidates and outcomes, NumPy/SciPy inside (float64).
 
     Args:
@@ -41,10 +42,13 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
         adopt: decision functional E[max(gain, 0)] of a Gaussian with that mean and variance
             (scipy's normal; overrides `utility_kappa`).
         transition: "headroom" (the default rule) or "none".
+        repeat_share: share of m's own transformed gain a repeat of m brings (the rules'
+            `repeat_share`, default 1).
 
     Returns:
         dict with cvu, cvu_se, ess [M] and g0_null.
     """
+    share = repeat_share
     d = problem.draws
     m_count, k = problem.size, y.shape[0]
     gains = np.zeros((d.shape[0], m_count))
@@ -93,10 +97,13 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
                 var = var0 - cov**2 / denom
             # with "adopt", the policy changes only when the evaluation shows an improvement
             improved = (yj > 0) if kind == 1 else (yj > b * a + 1e-3) if kind == 2 else False
-            if problem.is_adapt[m] and transition == "headroom" and (improved or not adopt):
-                j_now = problem.j_now
-                ratio = np.clip((1 - (j_now + mean[m])) / max(1 - j_now, 1e-6), 0.0, max_ratio)
-                mean, var = mean * ratio, var * ratio**2
+            if problem.is_adapt[m] and (improved or not adopt):
+                if transition == "headroom":
+                    j_now = problem.j_now
+                    ratio = np.clip((1 - (j_now + mean[m])) / max(1 - j_now, 1e-6), 0.0, max_ratio)
+                    mean, var = mean * ratio, var * ratio**2
+                mean[m] *= share
+                var[m] *= share**2
             vals.append(g0(mean, var, problem.cost_next[m], problem.feas_next[m]))
             esses.append(ess)
         vals = np.array(vals)

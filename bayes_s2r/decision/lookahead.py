@@ -34,6 +34,7 @@ from jax.scipy.special import gammaln, ndtri
 
 from bayes_s2r.decision.config import DecideConfig, positive_part, utility_constant
 from bayes_s2r.decision.problem import Problem
+from bayes_s2r.decision.transition import repeat_share
 
 __all__ = [
     "LookaheadArrays",
@@ -208,6 +209,7 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
                batch: int, block: int, use_var: bool, rule, n_cap: int, adopt: bool = False):
     _TRACES[0] += 1
     s = arr.dg.shape[0]
+    share = repeat_share(rule)
     idx, eps_all, u_all = _outcome_plan(rng_key, s, num_outcomes)
 
     gauss, binom = arr.kind == 1, arr.kind == 2
@@ -276,6 +278,10 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
 
         own = jnp.diagonal(mean)
         mean_t, var_t = jax.vmap(rule.apply, in_axes=(0, 0, 0, None))(mean, var, own, j_now)
+        if share != 1.0:  # a repeat of m from π^m (see `transition`)
+            eye = jnp.eye(mean.shape[0], dtype=bool)
+            mean_t = jnp.where(eye, share * mean_t, mean_t)
+            var_t = jnp.where(eye, share**2 * var_t, var_t)
         moves = arr.is_adapt
         if adopt:  # the adoption rule: the policy changes only when the evaluation shows it better
             # (a tie keeps the incumbent; the margin keeps float32 ties ties)

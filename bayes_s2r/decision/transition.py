@@ -11,17 +11,24 @@ variance of every candidate's gain; 0 for candidates that are not adaptations),
 `own_gain` is the updated mean gain of m itself and `j_now` the current J. Frozen
 dataclasses are hashable and make good rules; the rule is a static argument of the
 compiled look-ahead, so one rule compiles once.
+
+A rule may also set `repeat_share` (default 1): the share of m's own transformed gain that
+a repeat of m (if m is repeatable) is expected to bring from π^m. The belief's gain of m is
+its effect from π_t; once π^m is deployed, that effect is in the policy. With 1 a repeat is
+worth what a first run was (after the rule's scaling), which favours repeatable candidates
+over one-off ones by the value of that second run; 0 says a repeat adds nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import jax.numpy as jnp
 
 from bayes_s2r.errors import InputError
 
-__all__ = ["HeadroomTransition", "NoTransition", "resolve_transition"]
+__all__ = ["HeadroomTransition", "NoTransition", "repeat_share", "resolve_transition"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +40,11 @@ class HeadroomTransition:
     (means scale by r, variances by r²). With J on the success-probability scale, an
     intervention that closed half of the gap leaves half of each other gain.
 
+    A repeat of m itself is expected to bring `repeat_share` of that: 1 (the default) takes
+    the same share of the remaining headroom again, as more real fine-tuning would; 0 says
+    what m fixed is fixed and a repeat adds nothing, as retraining with the same
+    randomization would.
+
     Example:
         >>> import jax.numpy as jnp
         >>> m, v = HeadroomTransition().apply(jnp.array([0.2, 0.1]), jnp.array([0.01, 0.04]), 0.25, 0.5)
@@ -42,6 +54,11 @@ class HeadroomTransition:
 
     max_ratio: float = 2.0
     eps: float = 1e-6
+    repeat_share: float = 1.0
+
+    def __post_init__(self):
+        for field in ("max_ratio", "eps", "repeat_share"):
+            _check_share(f"HeadroomTransition.{field}", getattr(self, field))
 
     def apply(self, mean, var, own_gain, j_now):
         head_now = jnp.maximum(1.0 - j_now, self.eps)
@@ -51,10 +68,26 @@ class HeadroomTransition:
 
 @dataclasses.dataclass(frozen=True)
 class NoTransition:
-    """Deploying an adaptation leaves the other gains as they were (gains add up)."""
+    """Deploying an adaptation leaves the other gains as they were (gains add up, and a
+    repeat adds its gain again: `repeat_share` 1)."""
+
+    repeat_share: float = 1.0
+
+    def __post_init__(self):
+        _check_share("NoTransition.repeat_share", self.repeat_share)
 
     def apply(self, mean, var, own_gain, j_now):
         return mean, var
+
+
+def _check_share(field: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise InputError(field, value, "a finite number >= 0")
+
+
+def repeat_share(rule) -> float:
+    """The rule's `repeat_share` (1 for a rule that does not set one)."""
+    return float(getattr(rule, "repeat_share", 1.0))
 
 
 def resolve_transition(rule):
@@ -67,4 +100,5 @@ def resolve_transition(rule):
         hash(rule)
     except TypeError:
         raise InputError("transition", rule, "a hashable rule (e.g. a frozen dataclass)") from None
+    _check_share("transition.repeat_share", getattr(rule, "repeat_share", 1.0))
     return rule

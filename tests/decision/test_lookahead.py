@@ -48,19 +48,21 @@ def test_cvu_of_diagnosis_is_the_knowledge_gradient(jit_mode, collapse_ess):
         assert (d.table.loc[["d0", "d1", "d2"], "collapsed"] == 1.0).all()
 
 
-def _ref_case(bench_module, utility, collapse_ess, transition, num_draws=300, k=24):
+def _ref_case(bench_module, utility, collapse_ess, transition, num_draws=300, k=24, repeat_share=None):
     belief, cands, budget, weights = bench_module.make_problem_inputs(8, num_draws, seed=5)
     cfg = DecideConfig.make(cvu_samples=k, seed=7, utility=utility, collapse_ess=collapse_ess)
     prob = build_problem(belief, cands, budget, weights, risk=None, config=cfg, reference=budget,
                          current_J=0.6, done=())
-    rule = bs.NoTransition() if transition == "none" else bs.HeadroomTransition()
+    kw = {} if repeat_share is None else {"repeat_share": repeat_share}
+    rule = bs.NoTransition(**kw) if transition == "none" else bs.HeadroomTransition(**kw)
     res = la.lookahead(prob, cfg, rule)
     arrays = la.lookahead_arrays(prob, cfg.bucket)
     _, y = la.draw_outcomes(la.jax.random.key(cfg.seed), arrays, k, la.binomial_cap(prob))
     from bayes_s2r.decision.config import utility_constant
     ref = bench_module.reference_cvu(prob, np.asarray(y, np.float64)[:, : prob.size], collapse_ess=collapse_ess,
                                      utility_kappa=utility_constant(utility, cfg.utility_level),
-                                     transition=transition, adopt=utility == "adopt")
+                                     transition=transition, adopt=utility == "adopt",
+                                     repeat_share=1.0 if repeat_share is None else repeat_share)
     return res, ref
 
 
@@ -75,6 +77,34 @@ def test_lookahead_matches_numpy_reference(bench_module, utility, collapse_ess, 
     np.testing.assert_allclose(res.cvu_se, ref["cvu_se"], atol=2e-5)
     np.testing.assert_allclose(res.ess, ref["ess"], rtol=1e-3)
     assert np.abs(res.cvu).max() > 1e-3  # a non-trivial case
+
+
+@pytest.mark.parametrize("utility,transition,share", [("adopt", "headroom", 0.0), ("mean", "none", 0.0),
+                                                      ("adopt", "headroom", 0.5)])
+def test_repeat_share_matches_numpy_reference(bench_module, utility, transition, share):
+    res, ref = _ref_case(bench_module, utility, 50.0, transition, repeat_share=share)
+    np.testing.assert_allclose(res.cvu, ref["cvu"], atol=2e-5)
+    if share == 0.0:  # at 0.5 no repeat is the best next step of this problem; at 0 none is
+        default, _ = _ref_case(bench_module, utility, 50.0, transition)
+        assert np.abs(res.cvu - default.cvu).max() > 1e-3
+
+
+def test_repeat_share_sets_what_a_repeat_of_the_deployed_adaptation_is_worth(jit_mode):
+    # One repeatable adaptation and budget for two runs: after a good outcome the policy has
+    # its gain; with repeat_share 0 running it again is worth nothing more, with 1 (the
+    # default) the repeat takes the same share of the remaining headroom again.
+    belief = bs.GainBelief.from_gaussian(["dr"], [0.2], [0.15], num_draws=4000)
+    cands = [bs.Candidate("dr", "adaptation", "data", cost=bs.Cost(real=1.0),
+                          outcome=bs.BinomialPairedOutcome(episodes=48))]
+    kw = {"budget": bs.Budget(real=2.5, compute=1, eng=1), "weights": bs.ResourceWeights(real=0.01),
+          "cvu_samples": 256, "current_J": 0.3, "utility": "adopt"}
+    fixed = bs.decide(belief, cands, transition=bs.HeadroomTransition(repeat_share=0.0), **kw)
+    again = bs.decide(belief, cands, **kw)
+    assert again.table.loc["dr", "CVU"] > fixed.table.loc["dr", "CVU"] + 0.02
+    # with 0, only the outcomes that did not move the policy leave a repeat worth running
+    assert fixed.table.loc["dr", "CVU"] < -0.5 * fixed.g0_null
+    with pytest.raises(bs.InputError, match="repeat_share"):
+        bs.HeadroomTransition(repeat_share=-1.0)
 
 
 def test_lookahead_matches_reference_without_jit(bench_module, jit_mode):
