@@ -22,8 +22,8 @@ refuses them, the plain oracle and the recipes get there with unsafe episodes th
 respecting the gate will not spend).
 
     python benchmarks/bench_allocation.py                       # small: 1 world, 3 seeds
-    python benchmarks/bench_allocation.py --worlds all --seeds 10 --rounds 3 --out allocation.json
-    python benchmarks/bench_allocation.py --worlds all --seeds 10 --budget-real 1.6   # two steps' robot time
+    python benchmarks/bench_allocation.py --worlds all --seeds 30 --rounds 3 --out allocation.json
+    python benchmarks/bench_allocation.py --worlds all --seeds 30 --budget-real 1.6   # two steps' robot time
 
 With the default budget every belief-based rule has time to try, fail and try again, so
 several of them end at the same J (success rates are capped at 1); the scarce budget leaves

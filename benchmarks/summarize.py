@@ -23,8 +23,8 @@ HERE = Path(__file__).resolve().parent
 RESULTS_SECTION = re.compile(r"^## Results\n.*?(?=^## |\Z)", flags=re.DOTALL | re.MULTILINE)
 
 COMMANDS = {
-    "allocation": "python benchmarks/bench_allocation.py --worlds all --seeds 10 --out benchmarks/results/allocation.json",
-    "allocation_scarce": ("python benchmarks/bench_allocation.py --worlds all --seeds 10 --budget-real 1.6 "
+    "allocation": "python benchmarks/bench_allocation.py --worlds all --seeds 30 --out benchmarks/results/allocation.json",
+    "allocation_scarce": ("python benchmarks/bench_allocation.py --worlds all --seeds 30 --budget-real 1.6 "
                           "--out benchmarks/results/allocation_scarce.json"),
     "decide": "python benchmarks/bench_decide.py --full --out benchmarks/results/decide.json",
     "fit": "python benchmarks/bench_fit.py --out benchmarks/results/fit.json",
