@@ -78,7 +78,7 @@ def _config(args, seed: int):
         weights=bs.ResourceWeights(**PRICES, scarcity=0.5),
         max_rounds=args.rounds, cvu_samples=args.cvu_samples, fit_method="svi",
         fit_options={"svi_steps": args.svi_steps, **({"prior": args.gain_prior} if args.gain_prior else {})},
-        deploy_episodes=args.deploy_episodes, seed=seed,
+        deploy_episodes=args.deploy_episodes, seed=seed, repeat_share=args.repeat_share,
         # a short SVI run may stop before its ELBO settles; decide on it rather than abort the campaign
         allow_bad_belief=True)
 
@@ -207,6 +207,9 @@ def main(argv=None) -> dict:
                    help="JSON object of GainPrior fields for the belief-based strategies "
                         "(default: {}, the library's defaults)")
     p.add_argument("--cvu-samples", type=int, default=64)
+    p.add_argument("--repeat-share", type=float, default=1.0,
+                   help="what the look-ahead expects a repeat of the adaptation just deployed to bring "
+                        "(CampaignConfig.repeat_share; 0: nothing)")
     p.add_argument("--train-iterations", type=int, default=8, help="CEM iterations of sim retraining (table)")
     p.add_argument("--table-episodes", type=int, default=512, help="episodes of each true-J measurement")
     p.add_argument("--cache", default=os.environ.get("BAYES_S2R_CACHE", str(Path.home() / ".cache" / "bayes_s2r")))

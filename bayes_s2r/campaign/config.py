@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -71,6 +72,9 @@ class CampaignConfig:
             prior). `prior` is a `GainPrior` or a mapping of its fields; it is stored in the
             ledger as that mapping, so a resumed campaign fits with the same prior.
         seed: the campaign's seed; round t uses a key folded from it and t.
+        repeat_share: what the look-ahead expects a repeat of the adaptation just deployed
+            to bring, as a share of its first gain (`HeadroomTransition.repeat_share`):
+            1 (default) as much again on the remaining headroom, 0 nothing.
     """
 
     budget: Budget
@@ -88,6 +92,7 @@ class CampaignConfig:
     allow_bad_belief: bool = False
     fit_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     seed: int = 0
+    repeat_share: float = 1.0
 
     def __post_init__(self):
         if not isinstance(self.budget, Budget):
@@ -120,6 +125,16 @@ class CampaignConfig:
         for f in ("accept_regressions", "allow_bad_belief"):
             if not isinstance(getattr(self, f), bool):
                 raise InputError(f"config.{f}", getattr(self, f), "true or false")
+        r = self.repeat_share
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r < 0:
+            raise InputError("config.repeat_share", r, "a finite number >= 0")
+
+    @property
+    def transition(self):
+        """The look-ahead's transition rule: `HeadroomTransition(repeat_share=...)`."""
+        from bayes_s2r.decision.transition import HeadroomTransition
+
+        return HeadroomTransition(repeat_share=float(self.repeat_share))
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)

@@ -250,7 +250,7 @@ def _toolkit_decision(ledger: Ledger, state: CampaignState, seed: int):
         delta=cfg.delta, beta=cfg.beta, cvu_samples=cfg.cvu_samples,
         terminal=(t == cfg.max_rounds - 1), seed=seed, reference=cfg.budget,
         current_J=state.current_J, done=state.done, utility=cfg.utility,
-        allow_bad_belief=cfg.allow_bad_belief,
+        allow_bad_belief=cfg.allow_bad_belief, transition=cfg.transition,
     )
     return decision, belief
 

@@ -110,7 +110,7 @@ def _decide(state, ledger, seed: int, *, beta: float, terminal: bool | None = No
         delta=cfg.delta, beta=beta, cvu_samples=cfg.cvu_samples if beta > 0 else 2,
         terminal=(t == cfg.max_rounds - 1) if terminal is None else terminal, seed=seed,
         reference=cfg.budget, current_J=state.current_J, done=state.done, utility=cfg.utility,
-        allow_bad_belief=cfg.allow_bad_belief,
+        allow_bad_belief=cfg.allow_bad_belief, transition=cfg.transition,
     )
     return decision, belief
 

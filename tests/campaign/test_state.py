@@ -8,12 +8,15 @@ from bayes_s2r.campaign.state import init_campaign, load_state
 
 
 def test_config_round_trips_through_a_dict():
-    cfg = synthetic_config(alpha_exec=0.1, utility="lcb")
+    cfg = synthetic_config(alpha_exec=0.1, utility="lcb", repeat_share=0.0)
     assert bs.CampaignConfig.from_dict(cfg.to_dict()) == cfg
+    assert cfg.transition == bs.HeadroomTransition(repeat_share=0.0)
+    assert synthetic_config().transition == bs.HeadroomTransition()  # the decision's default rule
 
 
 @pytest.mark.parametrize("field,value", [("alpha_exec", 0.0), ("delta", 1.5), ("max_rounds", 0),
-                                         ("fit_method", "mcmc"), ("beta", -1.0), ("seed", -2)])
+                                         ("fit_method", "mcmc"), ("beta", -1.0), ("seed", -2),
+                                         ("repeat_share", -0.5), ("repeat_share", float("nan"))])
 def test_config_rejects_bad_values(field, value):
     with pytest.raises(bs.InputError, match=field):
         synthetic_config(**{field: value})
