@@ -207,9 +207,9 @@ def main(argv=None) -> dict:
                    help="JSON object of GainPrior fields for the belief-based strategies "
                         "(default: {}, the library's defaults)")
     p.add_argument("--cvu-samples", type=int, default=64)
-    p.add_argument("--repeat-share", type=float, default=1.0,
+    p.add_argument("--repeat-share", type=float, default=0.0,
                    help="what the look-ahead expects a repeat of the adaptation just deployed to bring "
-                        "(CampaignConfig.repeat_share; 0: nothing)")
+                        "(CampaignConfig.repeat_share, default 0: nothing; 1: as much again)")
     p.add_argument("--train-iterations", type=int, default=8, help="CEM iterations of sim retraining (table)")
     p.add_argument("--table-episodes", type=int, default=512, help="episodes of each true-J measurement")
     p.add_argument("--cache", default=os.environ.get("BAYES_S2R_CACHE", str(Path.home() / ".cache" / "bayes_s2r")))

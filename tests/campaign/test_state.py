@@ -8,10 +8,14 @@ from bayes_s2r.campaign.state import init_campaign, load_state
 
 
 def test_config_round_trips_through_a_dict():
-    cfg = synthetic_config(alpha_exec=0.1, utility="lcb", repeat_share=0.0)
+    cfg = synthetic_config(alpha_exec=0.1, utility="lcb", repeat_share=0.5)
     assert bs.CampaignConfig.from_dict(cfg.to_dict()) == cfg
-    assert cfg.transition == bs.HeadroomTransition(repeat_share=0.0)
-    assert synthetic_config().transition == bs.HeadroomTransition()  # the decision's default rule
+    assert cfg.transition == bs.HeadroomTransition(repeat_share=0.5)
+    # a campaign's look-ahead expects nothing from a repeat of what it just deployed;
+    # `decide` on its own keeps the rule's default
+    assert synthetic_config().transition == bs.HeadroomTransition(repeat_share=0.0)
+    old = {k: v for k, v in cfg.to_dict().items() if k != "repeat_share"}  # a ledger written before the field
+    assert bs.CampaignConfig.from_dict(old).repeat_share == 0.0
 
 
 @pytest.mark.parametrize("field,value", [("alpha_exec", 0.0), ("delta", 1.5), ("max_rounds", 0),

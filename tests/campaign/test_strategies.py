@@ -200,10 +200,10 @@ def test_a_configured_gain_prior_survives_the_ledger_and_reaches_the_fit(tmp_pat
 def test_the_configured_repeat_share_reaches_the_decision(tmp_path):
     from bayes_s2r.campaign import loop
 
-    cfg = synthetic_config(fit_options={"svi_steps": 50}, repeat_share=0.0)
+    cfg = synthetic_config(fit_options={"svi_steps": 50}, repeat_share=0.75)
     state, ledger = _state(tmp_path, _three_methods(), cfg)
     decision, _ = loop._toolkit_decision(ledger, state, seed=0)
-    assert decision.transition == repr(bs.HeadroomTransition(repeat_share=0.0))
+    assert decision.transition == repr(bs.HeadroomTransition(repeat_share=0.75))
     ledger.close()
 
 
