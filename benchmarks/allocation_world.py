@@ -151,7 +151,7 @@ class TrueTable:
 
             _, kind, params = INTERVENTIONS[step]
             params = dict(params)
-            if kind not in ("real_finetune", "obs_align"):
+            if "iterations" in sim.interventions.DEFAULTS[kind]:  # the retraining kinds
                 params["iterations"] = self.settings["train_iterations"]
             key = jax.random.fold_in(jax.random.key(self.settings["seed"]), zlib.crc32(lineage.encode()))
             start = time.perf_counter()

@@ -46,8 +46,8 @@ import common
 import numpy as np
 from allocation_world import WORLDS, SyntheticTable, TableExecutor, TrueTable, bench_candidates
 
-STRATEGIES = ("q_cvu", "q_beta0", "mv_greedy", "dr_only", "si_then_dr", "dr_then_ft", "round_robin", "thompson",
-              "oracle", "oracle_safe")
+from bayes_s2r.campaign import STRATEGY_IDS
+
 ORACLES = ("oracle", "oracle_safe")
 RESOURCES = ("real", "compute", "eng")
 
@@ -193,7 +193,7 @@ def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--worlds", default="real_latency",
                    help=f"comma-separated cards among {sorted(WORLDS)}, or 'all'")
-    p.add_argument("--strategies", default=",".join(STRATEGIES))
+    p.add_argument("--strategies", default=",".join(STRATEGY_IDS))
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--seed-start", type=int, default=0, help="first campaign seed (explore on others than 0..)")
     p.add_argument("--rounds", type=int, default=3)

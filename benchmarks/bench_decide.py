@@ -48,7 +48,6 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
     Returns:
         dict with cvu, cvu_se, ess [M] and g0_null.
     """
-    share = repeat_share
     d = problem.draws
     m_count, k = problem.size, y.shape[0]
     gains = np.zeros((d.shape[0], m_count))
@@ -102,8 +101,8 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
                     j_now = problem.j_now
                     ratio = np.clip((1 - (j_now + mean[m])) / max(1 - j_now, 1e-6), 0.0, max_ratio)
                     mean, var = mean * ratio, var * ratio**2
-                mean[m] *= share
-                var[m] *= share**2
+                mean[m] *= repeat_share
+                var[m] *= repeat_share**2
             vals.append(g0(mean, var, problem.cost_next[m], problem.feas_next[m]))
             esses.append(ess)
         vals = np.array(vals)

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from typing import Any
 
-from bayes_s2r.errors import InputError
+from bayes_s2r.decision.config import UTILITIES
+from bayes_s2r.decision.transition import HeadroomTransition
+from bayes_s2r.errors import InputError, require_finite_nonneg
 from bayes_s2r.vocab import Budget, ResourceWeights
 
 __all__ = ["CampaignConfig"]
 
 _FIT_METHODS = ("nuts", "svi")
-_UTILITIES = ("mean", "lcb", "cvar", "adopt")
 
 
 def _prob(field: str, value: Any) -> float:
@@ -113,8 +113,8 @@ class CampaignConfig:
         _count("config.seed", self.seed, 0)
         if self.fit_method not in _FIT_METHODS:
             raise InputError("config.fit_method", self.fit_method, f"one of {_FIT_METHODS}")
-        if self.utility not in _UTILITIES:
-            raise InputError("config.utility", self.utility, f"one of {_UTILITIES}")
+        if self.utility not in UTILITIES:
+            raise InputError("config.utility", self.utility, f"one of {UTILITIES}")
         if not isinstance(self.fit_options, Mapping) or not all(isinstance(k, str) for k in self.fit_options):
             raise InputError("config.fit_options", self.fit_options, "a mapping of fit_gains keyword arguments")
         allowed = {"num_warmup", "num_samples", "num_chains", "svi_steps", "svi_learning_rate",
@@ -129,15 +129,11 @@ class CampaignConfig:
         for f in ("accept_regressions", "allow_bad_belief"):
             if not isinstance(getattr(self, f), bool):
                 raise InputError(f"config.{f}", getattr(self, f), "true or false")
-        r = self.repeat_share
-        if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r < 0:
-            raise InputError("config.repeat_share", r, "a finite number >= 0")
+        require_finite_nonneg("config.repeat_share", self.repeat_share)
 
     @property
-    def transition(self):
+    def transition(self) -> HeadroomTransition:
         """The look-ahead's transition rule: `HeadroomTransition(repeat_share=...)`."""
-        from bayes_s2r.decision.transition import HeadroomTransition
-
         return HeadroomTransition(repeat_share=float(self.repeat_share))
 
     def to_dict(self) -> dict[str, Any]:

@@ -277,10 +277,12 @@ def oracle(true_gains: Callable[[Any, Any], Mapping[str, float]], *, gated: bool
         table, lam = _plain_table(state)
         if gated:  # the execution-safety gate of `decide`, from the same evidence
             from bayes_s2r.belief import fit_exec_risk
+            from bayes_s2r.decision.problem import exec_gate
+            from bayes_s2r.evidence.records import ExecutionOutcome
 
             cfg = state.config
-            risk = fit_exec_risk(ledger.summed_records(), state.candidates)
-            table["safe"] = [not c.touches_robot or risk.ucb(c.name, cfg.delta) <= cfg.alpha_exec
+            risk = fit_exec_risk(ledger.records(ExecutionOutcome), state.candidates)
+            table["safe"] = [exec_gate(c, risk, alpha_exec=cfg.alpha_exec, delta=cfg.delta)[2]
                              for c in state.candidates]
             table["feasible"] = table["feasible"] & table["safe"]
         gains = true_gains(state, ledger)

@@ -33,7 +33,8 @@ from scipy import stats
 
 from bayes_s2r.errors import InputError
 
-__all__ = ["MULTI_MODES", "UTILITIES", "DecideConfig", "positive_part", "utility_constant", "utility_value"]
+__all__ = ["MULTI_MODES", "UTILITIES", "DecideConfig", "positive_part", "utility_constant", "utility_label",
+           "utility_value"]
 
 UTILITIES = ("mean", "lcb", "cvar", "adopt")
 MULTI_MODES = ("lexicographic", "pareto")
@@ -166,6 +167,11 @@ def utility_constant(utility: str, level: float) -> float:
     if utility == "lcb":
         return z
     return -float(stats.norm.pdf(z)) / level
+
+
+def utility_label(utility: str, level: float) -> str:
+    """The functional's name as reports show it: "mean", "adopt", or e.g. "lcb(0.1)"."""
+    return utility if utility in ("mean", "adopt") else f"{utility}({level:g})"
 
 
 def positive_part(mean, sd, xp=np):

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_s2r.decision.config import DecideConfig
+from bayes_s2r.decision.config import DecideConfig, utility_label
 from bayes_s2r.decision.lookahead import lookahead
 from bayes_s2r.decision.objectives import rank_alternatives, secondary_gains, split_objectives
 from bayes_s2r.decision.problem import build_problem
@@ -137,8 +137,7 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
     if len(split.objectives) > 1:
         table = table.join(sec)
         table["rank"] = rank
-    table.attrs["utility"] = (cfg.utility if cfg.utility in ("mean", "adopt")
-                              else f"{cfg.utility}({cfg.utility_level:g})")
+    table.attrs["utility"] = utility_label(cfg.utility, cfg.utility_level)
 
     return Decision(
         table=table, best=prob.names[best] if best is not None else None, stop_reason=stop_reason,

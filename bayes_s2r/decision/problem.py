@@ -21,7 +21,7 @@ from bayes_s2r.decision.config import DecideConfig, utility_value
 from bayes_s2r.errors import InputError
 from bayes_s2r.vocab import RESOURCES, Budget, Candidate, ResourceWeights, validate_candidates
 
-__all__ = ["SENSITIVITY_PREFIX", "Problem", "build_problem", "current_j"]
+__all__ = ["SENSITIVITY_PREFIX", "Problem", "build_problem", "current_j", "exec_gate"]
 
 SENSITIVITY_PREFIX = "sensitivity:"
 _DEFAULT_J = 0.5
@@ -142,6 +142,13 @@ def _exec_ucb(c: Candidate, risk: Any, delta: float) -> tuple[float, str]:
     return float(u), ""
 
 
+def exec_gate(c: Candidate, risk: Any, *, alpha_exec: float, delta: float) -> tuple[float, str, bool]:
+    """The execution-safety gate of one candidate: (UCB_{1−δ}[P_exec(unsafe)] or NaN for a
+    candidate that does not touch the robot, why there is no bound, whether it passes)."""
+    ucb, why = _exec_ucb(c, risk, delta)
+    return ucb, why, not c.touches_robot or ucb <= alpha_exec
+
+
 def _observation(c: Candidate, by_name: dict[str, Candidate], col: dict[str, int], j_known: bool,
                  j_now: float, index: int) -> tuple[int, float, int, float, float]:
     """(column, sign, kind, a, b) of what running `c` observes."""
@@ -227,8 +234,7 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
 
     ucb, safe, affordable, done_arr, reasons = np.zeros(m), np.ones(m, bool), np.ones(m, bool), np.zeros(m, bool), []
     for i, c in enumerate(cands):
-        ucb[i], why = _exec_ucb(c, risk, config.delta)
-        safe[i] = not c.touches_robot or ucb[i] <= config.alpha_exec
+        ucb[i], why, safe[i] = exec_gate(c, risk, alpha_exec=config.alpha_exec, delta=config.delta)
         affordable[i] = budget.covers(c.cost)
         done_arr[i] = c.name in done_set and not c.repeatable
         r = []

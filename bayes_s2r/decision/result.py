@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_s2r.decision.config import DecideConfig
+from bayes_s2r.decision.config import DecideConfig, utility_label
 from bayes_s2r.decision.stability import stop_score
 from bayes_s2r.evidence.records import DecisionRecord
 
@@ -96,7 +96,7 @@ class Decision:
 
     @property
     def utility_label(self) -> str:
-        return self.utility if self.utility in ("mean", "adopt") else f"{self.utility}({self.utility_level:g})"
+        return utility_label(self.utility, self.utility_level)
 
     def text(self) -> str:
         """Plain-text rendering: the U0 / CVU / Q decomposition and why each exclusion."""

@@ -22,11 +22,10 @@ over one-off ones by the value of that second run; 0 says a repeat adds nothing.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import jax.numpy as jnp
 
-from bayes_s2r.errors import InputError
+from bayes_s2r.errors import InputError, require_finite_nonneg
 
 __all__ = ["HeadroomTransition", "NoTransition", "repeat_share", "resolve_transition"]
 
@@ -58,7 +57,7 @@ class HeadroomTransition:
 
     def __post_init__(self):
         for field in ("max_ratio", "eps", "repeat_share"):
-            _check_share(f"HeadroomTransition.{field}", getattr(self, field))
+            require_finite_nonneg(f"HeadroomTransition.{field}", getattr(self, field))
 
     def apply(self, mean, var, own_gain, j_now):
         head_now = jnp.maximum(1.0 - j_now, self.eps)
@@ -74,15 +73,10 @@ class NoTransition:
     repeat_share: float = 1.0
 
     def __post_init__(self):
-        _check_share("NoTransition.repeat_share", self.repeat_share)
+        require_finite_nonneg("NoTransition.repeat_share", self.repeat_share)
 
     def apply(self, mean, var, own_gain, j_now):
         return mean, var
-
-
-def _check_share(field: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise InputError(field, value, "a finite number >= 0")
 
 
 def repeat_share(rule) -> float:
@@ -100,5 +94,5 @@ def resolve_transition(rule):
         hash(rule)
     except TypeError:
         raise InputError("transition", rule, "a hashable rule (e.g. a frozen dataclass)") from None
-    _check_share("transition.repeat_share", getattr(rule, "repeat_share", 1.0))
+    require_finite_nonneg("transition.repeat_share", getattr(rule, "repeat_share", 1.0))
     return rule
