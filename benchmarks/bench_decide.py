@@ -39,8 +39,9 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
         y: simulated outcomes [K, M] (e.g. from `draw_outcomes`, so both see the same Y).
         collapse_ess: ESS below which the moment-matched Gaussian update is used.
         utility_kappa: decision functional mean + κ·sd (0: the mean).
-        adopt: decision functional E[max(gain, 0)] of a Gaussian with that mean and variance
-            (scipy's normal; overrides `utility_kappa`).
+        adopt: decision functional E[max(gain, 0)] (overrides `utility_kappa`): over the
+            (weighted) draws, or of a Gaussian with the moments where the weights collapsed;
+            after a move, the Gaussian form of the moved moments times exact/Gaussian before it.
         transition: "headroom" (the default rule) or "none".
         repeat_share: share of m's own transformed gain a repeat of m brings (the rules'
             `repeat_share`, default 1).
@@ -54,18 +55,19 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
     adapt = problem.gain_col >= 0
     gains[:, adapt] = d[:, problem.gain_col[adapt]]
 
-    def g0(mean, var, cost, feas):
+    def moment_form(mean, var):
         sd = np.sqrt(np.maximum(var, 0.0))
         if adopt:
             z = mean / np.where(sd > 0, sd, 1.0)
-            util = np.where(sd > 0, mean * stats.norm.cdf(z) + sd * stats.norm.pdf(z), np.maximum(mean, 0.0))
-        else:
-            util = mean + utility_kappa * sd
-        vals = [util[c] - cost[c] for c in range(m_count) if feas[c]]
-        return max([0.0] + vals)
+            return np.where(sd > 0, mean * stats.norm.cdf(z) + sd * stats.norm.pdf(z), np.maximum(mean, 0.0))
+        return mean + utility_kappa * sd
+
+    def g0(util, cost, feas):
+        return max([0.0] + [util[c] - cost[c] for c in range(m_count) if feas[c]])
 
     mu0, var0 = gains.mean(0), gains.var(0)
-    g_null = g0(mu0, var0, problem.c_lambda, problem.feasible)
+    g_null = g0(np.maximum(gains, 0.0).mean(0) if adopt else moment_form(mu0, var0), problem.c_lambda,
+                problem.feasible)
     cvu, se, ess_out = np.zeros(m_count), np.zeros(m_count), np.zeros(m_count)
     for m in range(m_count):
         kind, a, b = problem.kind[m], problem.a[m], problem.b[m]
@@ -84,6 +86,7 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
             ess = 1.0 / np.sum(w**2)
             mean = w @ gains
             var = w @ (gains - mean) ** 2
+            exact = w @ np.maximum(gains, 0.0)
             if ess < collapse_ess and kind in (1, 2) and theta is not None:
                 if kind == 1:
                     t_hat, r = yj, a**2
@@ -94,16 +97,22 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
                 denom = theta.var() + r
                 mean = mu0 + cov * (t_hat - theta.mean()) / denom
                 var = var0 - cov**2 / denom
+                exact = moment_form(mean, var)
+            util = exact if adopt else moment_form(mean, var)
             # with "adopt", the policy changes only when the evaluation shows an improvement
             improved = (yj > 0) if kind == 1 else (yj > b * a + 1e-3) if kind == 2 else False
             if problem.is_adapt[m] and (improved or not adopt):
+                before = moment_form(mean, var)
                 if transition == "headroom":
                     j_now = problem.j_now
                     ratio = np.clip((1 - (j_now + mean[m])) / max(1 - j_now, 1e-6), 0.0, max_ratio)
                     mean, var = mean * ratio, var * ratio**2
                 mean[m] *= repeat_share
                 var[m] *= repeat_share**2
-            vals.append(g0(mean, var, problem.cost_next[m], problem.feas_next[m]))
+                util = moment_form(mean, var)
+                if adopt:
+                    util = util * np.where(before > 1e-12, exact / np.maximum(before, 1e-12), 1.0)
+            vals.append(g0(util, problem.cost_next[m], problem.feas_next[m]))
             esses.append(ess)
         vals = np.array(vals)
         cvu[m] = vals.mean() - g_null

@@ -10,9 +10,11 @@ multi-objective layer):
 - ``"cvar"``: the mean of the gain over its worst `utility_level` tail, in its Gaussian
   moment form μ − σ·φ(Φ⁻¹(level))/level.
 - ``"adopt"``: the gain a try brings when its policy is kept only if it is better (the
-  campaign's adoption rule): E[max(ΔJ, 0)]. U0 takes it exactly over the posterior draws,
-  which respect ΔJ ≤ 1 − J (a Gaussian with the same moments would see room above a policy
-  at J = 1); the look-ahead uses its Gaussian moment form μ·Φ(μ/σ) + σ·φ(μ/σ).
+  campaign's adoption rule): E[max(ΔJ, 0)]. U0 and the look-ahead take it exactly over the
+  (reweighted) posterior draws, which respect ΔJ ≤ 1 − J (a Gaussian with the same moments
+  would see room above a policy at J = 1). The Gaussian moment form μ·Φ(μ/σ) + σ·φ(μ/σ) is
+  used only where the draws do not carry the update: where the importance weights collapsed,
+  and after a simulated move, where it is scaled by the ratio exact/moment form before it.
   A try that would make things worse costs its price but not its loss, so an uncertain
   candidate with a mean below zero can still be worth its price. In the look-ahead the
   deployed policy then changes only in the simulated outcomes whose evaluation shows an

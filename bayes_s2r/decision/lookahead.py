@@ -228,15 +228,19 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
     vo = (tc**2).mean(1)
     cov = tc @ dgc / s  # [Mb (observer m), Mb (gain c)]
     ncol = dgc.shape[1]
-    # One matrix product gives Σw·θ (and Σw·θ²) and Σw (the column of ones).
-    rhs = jnp.concatenate([dgc] + ([dgc**2] if use_var else []) + [jnp.ones((s, 1), dgc.dtype)], axis=1)
+    # "adopt" takes E[max(ΔJ, 0)] over the (reweighted) draws themselves, as U0 does: near
+    # J = 1 the gains are bounded by the headroom with a long tail below 0, and a Gaussian
+    # with their moments would see a positive part several times too large.
+    pos = [jnp.maximum(arr.dg, 0.0)] if adopt else []
+    # One matrix product gives Σw·θ (Σw·θ², Σw·max(θ, 0)) and Σw (the column of ones).
+    rhs = jnp.concatenate([dgc] + ([dgc**2] if use_var else []) + pos + [jnp.ones((s, 1), dgc.dtype)], axis=1)
 
-    def functional(mean, var):  # the decision functional (see `config`)
+    def functional(mean, var):  # the decision functional (see `config`), moment form
         if adopt:
             return positive_part(mean, jnp.sqrt(var), jnp)
         return mean + kappa * jnp.sqrt(var) if use_var else mean
 
-    util0 = functional(mu0, var0)
+    util0 = pos[0].mean(0) if adopt else functional(mu0, var0)
     g0_null = jnp.maximum(0.0, jnp.max(jnp.where(arr.feas_now, util0 - arr.cost_now, -jnp.inf)))
 
     def pre(plan):  # one simulated outcome per candidate, from shared random numbers
@@ -263,7 +267,7 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
         ess = sw**2 / sw2
         mom = raw[:, :-1] / sw[:, None]
         mean_is = mu0 + mom[:, :ncol]
-        var_is = jnp.maximum(mom[:, ncol:] - mom[:, :ncol] ** 2, 0.0) if use_var else 0.0
+        var_is = jnp.maximum(mom[:, ncol:2 * ncol] - mom[:, :ncol] ** 2, 0.0) if use_var else 0.0
 
         # Moment-matched Gaussian update: condition N(mean, cov) on θ̂ ~ N(θ_obs, R).
         p_hat = jnp.clip((y + 0.5) / (n + 1.0), 1e-3, 1 - 1e-3)
@@ -286,9 +290,19 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
         if adopt:  # the adoption rule: the policy changes only when the evaluation shows it better
             # (a tie keeps the incumbent; the margin keeps float32 ties ties)
             moves = moves & jnp.where(gauss, y > 0, binom & (y > arr.b * n + 1e-3))
-        mean = jnp.where(moves[:, None], mean_t, mean)
-        var = jnp.where(moves[:, None], var_t, var)
-        val = jnp.where(arr.feas_next, functional(mean, var) - arr.cost_next, -jnp.inf)
+        if adopt:
+            # the exact positive part where the draws hold the update, its moment form where
+            # the weights collapsed; after a move the rule gives only moments, so the moment
+            # form there is scaled by exact/moment before the move (exact for rules that
+            # scale the gains, as both shipped rules do)
+            nxt = 2 * ncol if use_var else ncol
+            exact = jnp.where(collapsed[:, None], functional(mean, var), mom[:, nxt:nxt + ncol])
+            moment = functional(mean, var)
+            skew = jnp.where(moment > 1e-12, exact / jnp.maximum(moment, 1e-12), 1.0)
+            util = jnp.where(moves[:, None], functional(mean_t, var_t) * skew, exact)
+        else:
+            util = functional(jnp.where(moves[:, None], mean_t, mean), jnp.where(moves[:, None], var_t, var))
+        val = jnp.where(arr.feas_next, util - arr.cost_next, -jnp.inf)
         g = jnp.maximum(0.0, val.max(axis=1))
         return g, ess, collapsed.astype(jnp.float32)
 

@@ -69,6 +69,35 @@ def test_stop_scores_zero_at_the_terminal_round_and_without_value():
     assert d.best is None and d.stop_reason == "economic"
 
 
+def test_adopt_values_the_stop_branch_with_the_exact_positive_part(jit_mode):
+    # A policy at J = 0.98: every gain is capped by the headroom 0.02, with a long tail below
+    # 0. E[max(ΔJ, 0)] over the draws is below the price; a Gaussian with the same moments
+    # puts several times more above 0. The stop branch must use the draws, as U0 does:
+    # otherwise the stop scores below 0 and a cheap diagnosis with no value gets run.
+    rng = np.random.default_rng(0)
+    draws = np.minimum(rng.normal(-0.1, 0.3, size=(4000, 2)), 0.02)
+    belief = bs.GainBelief.from_draws(["a", "b"], draws)
+    out = bs.BinomialPairedOutcome(episodes=48)
+    cands = [bs.Candidate(n, "adaptation", "data", cost=bs.Cost(real=0.75), outcome=out) for n in ("a", "b")]
+    cands.append(bs.Candidate("pilot_a", "diagnosis", "data", observes="a", cost=bs.Cost(real=0.2),
+                              outcome=bs.BinomialPairedOutcome(episodes=12)))
+    kw = {"budget": bs.Budget(real=3, compute=1, eng=1), "weights": bs.ResourceWeights(real=0.02),
+          "cvu_samples": 128, "current_J": 0.98, "utility": "adopt"}
+    from bayes_s2r.decision.config import positive_part
+
+    exact = np.maximum(draws, 0.0).mean(0)
+    moment = positive_part(draws.mean(0), draws.std(0))
+    assert (exact < 0.015).all() and (moment > 3 * exact).all() and (moment > 0.015).all()  # not vacuous
+    d = bs.decide(belief, cands, **kw)
+    assert (d.table["U0"] < 0).all()
+    assert d.g0_null == 0.0 and d.stop_Q == 0.0
+    assert d.best is None and d.stop_reason == "economic"
+    # and where a gain is worth its price, G0(s^∅) is the table's best U0
+    rich = bs.GainBelief.from_draws(["a", "b"], np.minimum(rng.normal(0.05, 0.1, size=(4000, 2)), 0.3))
+    d = bs.decide(rich, cands, **kw)
+    assert d.g0_null == pytest.approx(d.table.loc[["a", "b"], "U0"].max(), abs=1e-5)
+
+
 def test_diagnosis_and_model_update_gain_exactly_zero(toy):
     belief, cands, budget, weights = toy
     extra = [bs.Candidate("probe", "diagnosis", "data", observes="dr_wide", cost=bs.Cost(compute=0.2),
