@@ -38,7 +38,8 @@ class Problem(NamedTuple):
         cost: ΔC [M, 3]; lam: λ_t [3]; c_lambda: λ_t·ΔC [M]; u0: gain − C_λ.
         mv, mv_reason: μ/C_λ, NaN with a reason where undefined.
         ucb, safe: execution-risk UCB (NaN for candidates that do not touch the robot) and gate.
-        affordable, done, feasible: ΔC ≤ b_t; already run and not repeatable; the feasible set.
+        affordable, done, feasible: ΔC ≤ b_t; already run and not repeatable (or a diagnosis of
+            such a candidate); the feasible set.
         excluded_reason: why each infeasible candidate is out ("" when feasible).
         repeatable, is_adapt: flags.
         gain_col: belief column of each adaptation's gain (−1 otherwise).
@@ -149,6 +150,13 @@ def exec_gate(c: Candidate, risk: Any, *, alpha_exec: float, delta: float) -> tu
     return ucb, why, not c.touches_robot or ucb <= alpha_exec
 
 
+def _observes_spent(c: Candidate, by_name: dict[str, Candidate], done: set[str]) -> bool:
+    """A diagnosis of an adaptation that has run and cannot run again: what it would measure
+    can no longer be acted on."""
+    target = by_name.get(c.observes) if c.role == "diagnosis" else None
+    return target is not None and target.name in done and not target.repeatable
+
+
 def _observation(c: Candidate, by_name: dict[str, Candidate], col: dict[str, int], j_known: bool,
                  j_now: float, index: int) -> tuple[int, float, int, float, float]:
     """(column, sign, kind, a, b) of what running `c` observes."""
@@ -240,6 +248,9 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
         r = []
         if done_arr[i]:
             r.append("already run (not repeatable)")
+        elif _observes_spent(c, by_name, done_set):
+            done_arr[i] = True
+            r.append(f"observes {c.observes!r}, which has run and is not repeatable")
         if not safe[i]:
             r.append(f"unsafe: execution-risk UCB {ucb[i]:.3g} > alpha_exec {config.alpha_exec:g}"
                      + (f" ({why})" if why else ""))
@@ -267,6 +278,7 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
         feas_next[i] = safe & ~done_arr & covers
         if not c.repeatable:
             feas_next[i, i] = False
+            feas_next[i, [j for j, x in enumerate(cands) if x.role == "diagnosis" and x.observes == c.name]] = False
     cost_next = _priced(lam_next[:, None, :], cost[None, :, :])
 
     return Problem(

@@ -121,3 +121,28 @@ def test_risk_returning_nonsense_is_an_input_error(robot):
     belief, cands, budget, weights = robot
     with pytest.raises(bs.InputError, match="risk.ucb"):
         bs.decide(belief, cands, budget, weights, risk=FakeRisk({"real_ft": 2.0, "real_si": 0.0}))
+
+
+def test_a_diagnosis_of_a_spent_one_off_candidate_is_excluded(robot):
+    """What a diagnosis measures of a non-repeatable candidate that has run can no longer be
+    acted on: out of the feasible set now, and out of the next state once that candidate runs."""
+    from bayes_s2r.decision.config import DecideConfig
+    from bayes_s2r.decision.problem import build_problem
+
+    belief, cands, budget, weights = robot
+    risk = FakeRisk({"real_ft": 0.0, "real_si": 0.0})
+    cands = [*cands, bs.Candidate("probe_si", "diagnosis", "model", observes="real_si", cost=bs.Cost(compute=0.01),
+                                  outcome=bs.BinomialPairedOutcome(episodes=12)),
+             bs.Candidate("probe_dr", "diagnosis", "data", observes="sim_dr", cost=bs.Cost(compute=0.01),
+                          outcome=bs.BinomialPairedOutcome(episodes=12))]
+    before = bs.decide(belief, cands, budget, weights, risk=risk, cvu_samples=32).table
+    assert before.loc["probe_si", "feasible"] and before.loc["probe_dr", "feasible"]
+    after = bs.decide(belief, cands, budget, weights, risk=risk, cvu_samples=32, done=["real_si", "sim_dr"]).table
+    assert not after.loc["probe_si", "feasible"] and after.loc["probe_si", "done"]
+    assert "observes 'real_si', which has run and is not repeatable" in after.loc["probe_si", "excluded_reason"]
+    assert after.loc["probe_dr", "feasible"]  # sim_dr is repeatable: still worth measuring
+    prob = build_problem(belief, cands, budget, weights, risk=risk, config=DecideConfig(cvu_samples=32),
+                         reference=budget, current_J=None, done=())
+    i = {n: k for k, n in enumerate(prob.names)}
+    assert not prob.feas_next[i["real_si"], i["probe_si"]] and prob.feas_next[i["sim_dr"], i["probe_si"]]
+    assert prob.feas_next[i["real_si"], i["probe_dr"]]
