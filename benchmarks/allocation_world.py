@@ -68,8 +68,19 @@ def _eval_hours(episodes: int) -> float:
     return 2 * episodes * (200 * 0.04 + 20.0) / 3600  # both arms; horizon 8 s + reset 20 s
 
 
-def bench_candidates(eval_episodes: int = 48) -> tuple[Candidate, ...]:
-    """The candidate set every strategy sees, priced before anything runs (as a team would)."""
+_PILOT = "pilot_"
+
+
+def bench_candidates(eval_episodes: int = 48, pilot_episodes: int = 0) -> tuple[Candidate, ...]:
+    """The candidate set every strategy sees, priced before anything runs (as a team would).
+
+    With `pilot_episodes` > 0 the set also holds one diagnosis per adaptation that does not
+    act on the robot: `pilot_<m>` builds π^m as m would and runs a short paired evaluation of
+    it against the deployed policy (`pilot_episodes` per arm) without deploying it. It
+    observes m's gain; a later run of m from the same policy reuses the built π^m and is
+    billed only its full evaluation. Only a rule that values information runs one: its gain
+    is 0 by definition.
+    """
     out = BinomialPairedOutcome(episodes=eval_episodes)
     ev = round(_eval_hours(eval_episodes), 3)
     targets = {"dr_dynamics": "gear", "dr_latency": "latency", "da_obs": "obs_bias", "si_retrain": "mass",
@@ -77,7 +88,7 @@ def bench_candidates(eval_episodes: int = 48) -> tuple[Candidate, ...]:
     lens = {"DR": "data", "DA": "representation", "SI": "model", "FT": "optimization"}
     eng = {"DR": 2.0, "DA": 1.0, "SI": 6.0, "FT": 4.0}
     real = {"si_retrain": 8 * 28 / 3600, "ft_real": 64 * 28 / 3600, "da_obs": 16 * 20.04 / 3600}
-    return tuple(
+    adaptations = tuple(
         Candidate(name, "adaptation", lens[method], method=method,
                   cost=Cost(real=round(real.get(name, 0.0) + ev, 3),
                             compute=0.02 if method in ("DR", "SI") else 0.0,
@@ -85,6 +96,18 @@ def bench_candidates(eval_episodes: int = 48) -> tuple[Candidate, ...]:
                   touches_robot=name in _ROBOT, repeatable=name not in _NOT_REPEATABLE, targets=targets[name],
                   outcome=out)
         for name, (method, _, _) in INTERVENTIONS.items())
+    if isinstance(pilot_episodes, bool) or not isinstance(pilot_episodes, int) or pilot_episodes < 0:
+        raise InputError("pilot_episodes", pilot_episodes, "a whole number >= 0 (0: no pilots)")
+    if not pilot_episodes:
+        return adaptations
+    pilot_out, pilot_h = BinomialPairedOutcome(episodes=pilot_episodes), _eval_hours(pilot_episodes)
+    pilots = tuple(
+        Candidate(_PILOT + c.name, "diagnosis", c.lens, observes=c.name,
+                  cost=Cost(real=round(real.get(c.name, 0.0) + pilot_h, 3), compute=c.cost.compute,
+                            eng=c.cost.eng),
+                  outcome=pilot_out)
+        for c in adaptations if c.name not in _ROBOT)
+    return adaptations + pilots
 
 
 class TrueTable:
@@ -281,22 +304,29 @@ class TableExecutor:
 
     def execute(self, rng_key, candidate: Candidate, *, round: int, policy: str,
                 memory: Mapping[str, Any]) -> Execution:
-        if candidate.name not in INTERVENTIONS:
-            raise InputError("candidate", candidate.name, f"one of {sorted(INTERVENTIONS)}")
+        pilot = candidate.role == "diagnosis" and candidate.name.startswith(_PILOT)
+        step = candidate.observes if pilot else candidate.name
+        if step not in INTERVENTIONS:
+            raise InputError("candidate", candidate.name,
+                             f"one of {sorted(INTERVENTIONS)} or a pilot of one (pilot_<name>)")
         rng = _rng(rng_key)
         lin = self.lineage(policy, memory)
-        child = _child(lin, candidate.name)
+        child = _child(lin, step)
         parent, node = self.table.node(self.world, lin), self.table.node(self.world, child)
-        n = self.eval_episodes
-        records = [PairedEval(candidate.name, int(rng.binomial(n, node["J"])), n,
+        n = candidate.outcome.episodes if pilot else self.eval_episodes
+        records = [PairedEval(step, int(rng.binomial(n, node["J"])), n,
                               int(rng.binomial(n, parent["J"])), n, round=round, policy=policy)]
         build = node["build"]
+        built = list(memory.get("built", []))
+        # π^m is built once per (policy, m): after a pilot, running m costs only its evaluation
+        real, compute, eng = (0.0, 0.0, 0.0) if child in built else build["cost"]
+        cost = Cost(real=real + _eval_hours(n), compute=compute, eng=eng)
+        if pilot:
+            return Execution(tuple(records), cost, None, (), {"built": sorted({*built, child})})
         if candidate.touches_robot:
             runs = build["real_episodes"]
             unsafe = int(rng.binomial(runs, build["unsafe"] / max(runs, 1)))
             records.append(ExecutionOutcome(candidate.name, runs, unsafe, round=round))
-        real, compute, eng = build["cost"]
-        cost = Cost(real=real + _eval_hours(n), compute=compute, eng=eng)
         name = f"pi{round + 1}"
         lineage = dict(memory.get("lineage", {}))
         lineage[name] = child

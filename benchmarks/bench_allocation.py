@@ -89,7 +89,7 @@ def run_campaign_once(table, world: str, strategy: str, seed: int, args) -> dict
     from bayes_s2r.evidence.ledger import Ledger
     from bayes_s2r.evidence.records import ExecutionOutcome
 
-    candidates = bench_candidates(args.eval_episodes)
+    candidates = bench_candidates(args.eval_episodes, args.pilot_episodes)
     executor = TableExecutor(table, world, eval_episodes=args.eval_episodes)
     config = _config(args, seed)
     chooser = make_chooser(strategy, true_gains=executor.true_gains)
@@ -98,7 +98,8 @@ def run_campaign_once(table, world: str, strategy: str, seed: int, args) -> dict
 
     def on_round(report):
         if report.execution is not None:
-            chosen.append(report.decision.best + ("" if report.adopted else "(kept)"))
+            kept = report.execution.policy is not None and not report.adopted  # a diagnosis deploys nothing
+            chosen.append(report.decision.best + ("(kept)" if kept else ""))
             unsafe[0] += sum(r.unsafe for r in report.execution.records if isinstance(r, ExecutionOutcome))
 
     with Ledger(":memory:") as ledger:
@@ -201,6 +202,9 @@ def main(argv=None) -> dict:
     p.add_argument("--budget-compute", type=float, default=1.0)
     p.add_argument("--budget-eng", type=float, default=12.0)
     p.add_argument("--eval-episodes", type=int, default=48, help="episodes per arm of a paired evaluation")
+    p.add_argument("--pilot-episodes", type=int, default=0,
+                   help="add a pilot diagnosis of each sim-side adaptation with this many episodes per arm "
+                        "(0: none)")
     p.add_argument("--deploy-episodes", type=int, default=100)
     p.add_argument("--svi-steps", type=int, default=1500)
     p.add_argument("--gain-prior", type=json.loads, default=dict(TEAM_GAIN_PRIOR),
@@ -239,7 +243,7 @@ def main(argv=None) -> dict:
         worlds={w: WORLDS.get(w, "synthetic") for w in worlds}, strategies=strategies,
         candidates=[{"name": c.name, "method": c.method, "cost": [c.cost.real, c.cost.compute, c.cost.eng],
                      "touches_robot": c.touches_robot, "repeatable": c.repeatable}
-                    for c in bench_candidates(args.eval_episodes)],
+                    for c in bench_candidates(args.eval_episodes, args.pilot_episodes)],
         recipes="each recipe step runs the first candidate of its method: DR -> dr_dynamics",
         ci="95% paired t-interval over seeds of final_J(strategy) - final_J(q_cvu)",
         final_J="true J_real of the deployed policy, from the table",

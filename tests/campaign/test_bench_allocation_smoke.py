@@ -3,6 +3,7 @@
 import json
 
 import bench_allocation
+import pytest
 from allocation_world import INTERVENTIONS, TableExecutor, TrueTable, bench_candidates
 
 import bayes_s2r as bs
@@ -67,3 +68,32 @@ def test_table_lookups_share_sim_only_lineages_and_use_the_cache(tmp_path):
     assert run.memory == {"lineage": {"pi1": "ft_real"}}
     assert abs(run.cost.eng - 2.0) < 1e-12 and run.cost.real > 0
     assert again.computed == 0  # nothing recomputed: all from the cache
+
+
+def test_a_pilot_measures_the_gain_without_deploying_and_the_run_reuses_its_policy():
+    import jax
+    from allocation_world import SyntheticTable
+
+    table = SyntheticTable({"w": {"dr_latency": 0.9, "da_obs": 0.0}}, start_J=0.1)
+    ex = TableExecutor(table, "w", eval_episodes=48)
+    cands = {c.name: c for c in bench_candidates(48, pilot_episodes=12)}
+    pilots = {n for n, c in cands.items() if c.role == "diagnosis"}
+    assert pilots == {"pilot_dr_dynamics", "pilot_dr_latency", "pilot_da_obs"}  # not the robot-acting ones
+    pilot, full = cands["pilot_dr_latency"], cands["dr_latency"]
+    assert pilot.observes == "dr_latency" and not pilot.touches_robot and pilot.outcome.episodes == 12
+    assert pilot.cost.real < full.cost.real and pilot.cost.eng == full.cost.eng
+    run = ex.execute(jax.random.key(0), pilot, round=0, policy="pi0", memory={})
+    (pe,) = run.records
+    assert (pe.candidate, pe.episodes_treated, pe.episodes_control, pe.policy) == ("dr_latency", 12, 12, "pi0")
+    assert pe.successes_treated > pe.successes_control  # J 0.91 against 0.1
+    assert run.policy is None and run.memory == {"built": ["dr_latency"]}
+    assert run.cost.eng == 2.0  # the pilot built π^m
+    memory = dict(run.memory)
+    again = ex.execute(jax.random.key(1), full, round=1, policy="pi0", memory=memory)
+    assert again.policy == "pi2" and again.memory["lineage"] == {"pi2": "dr_latency"}
+    assert again.cost.eng == 0.0 and again.cost.compute == 0.0  # built already: only the evaluation
+    assert abs(again.cost.real - 2 * 48 * 28 / 3600) < 1e-9
+    fresh = ex.execute(jax.random.key(1), full, round=1, policy="pi0", memory={})
+    assert fresh.cost.eng == 2.0
+    with pytest.raises(bs.InputError, match="pilot_episodes"):
+        bench_candidates(48, pilot_episodes=-1)
