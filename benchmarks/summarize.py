@@ -26,6 +26,8 @@ COMMANDS = {
     "allocation": "python benchmarks/bench_allocation.py --worlds all --seeds 30 --out benchmarks/results/allocation.json",
     "allocation_scarce": ("python benchmarks/bench_allocation.py --worlds all --seeds 30 --budget-real 1.6 "
                           "--out benchmarks/results/allocation_scarce.json"),
+    "allocation_scarce_pilots": ("python benchmarks/bench_allocation.py --worlds all --seeds 30 --budget-real 1.6 "
+                                 "--pilot-episodes 12 --out benchmarks/results/allocation_scarce_pilots.json"),
     "decide": "python benchmarks/bench_decide.py --full --out benchmarks/results/decide.json",
     "fit": "python benchmarks/bench_fit.py --out benchmarks/results/fit.json",
     "sbc_gains": "python benchmarks/sbc_gains.py --out benchmarks/results/sbc_gains.json",
@@ -101,6 +103,16 @@ def allocation_scarce(data: dict) -> list[str]:
     return allocation(data, "allocation_scarce", "Allocation quality on a scarce budget")
 
 
+def allocation_scarce_pilots(data: dict) -> list[str]:
+    out = allocation(data, "allocation_scarce_pilots", "Scarce budget, with pilot diagnoses")
+    n = data["settings"]["pilot_episodes"]
+    note = (f"The same candidates plus one pilot per adaptation that does not act on the robot: it builds "
+            f"the adapted policy and evaluates it with {n} episodes per arm without deploying it (its gain is "
+            "0; a later run of that adaptation reuses the policy). Only the toolkit's rule values what a "
+            "pilot tells; the other strategies' rows are those of the table above.")
+    return out[:4] + [note, ""] + out[4:]
+
+
 def decide(data: dict) -> list[str]:
     r = next(x for x in data["results"] if x.get("case") == "main")
     out = _head("decide", "Decision engine", data)
@@ -165,8 +177,9 @@ def scaling(data: dict) -> list[str]:
     return out + ([""] + [notes[0]] if notes else []) + [""]
 
 
-SECTIONS = [("allocation", allocation), ("allocation_scarce", allocation_scarce), ("decide", decide), ("fit", fit), ("sbc_gains", sbc),
-            ("rollouts", rollouts), ("scaling", scaling)]
+SECTIONS = [("allocation", allocation), ("allocation_scarce", allocation_scarce),
+            ("allocation_scarce_pilots", allocation_scarce_pilots), ("decide", decide), ("fit", fit),
+            ("sbc_gains", sbc), ("rollouts", rollouts), ("scaling", scaling)]
 
 
 def summarize(folder: Path) -> str:
