@@ -23,7 +23,8 @@ from bayes_s2r.evidence.ledger import Ledger
 from bayes_s2r.evidence.records import DecisionRecord, DeploymentEval, PairedEval, RealizedCost
 from bayes_s2r.vocab import validate_candidates
 
-__all__ = ["RoundReport", "executor_memory", "resume_campaign", "run_campaign", "run_round", "start_campaign"]
+__all__ = ["RoundReport", "executor_memory", "resume_campaign", "round_decision", "run_campaign", "run_round",
+           "start_campaign"]
 
 _EXECUTOR_PREFIX = "executor."
 
@@ -189,7 +190,7 @@ def run_round(ledger: Ledger, executor: Executor, *, chooser=None) -> RoundRepor
 
     seed = _round_seed(cfg, t)
     if chooser is None:
-        decision, belief, rule = *_toolkit_decision(ledger, state, seed), None
+        decision, belief, rule = *round_decision(state, ledger, seed), None
     else:
         choice = chooser(state, ledger, seed=seed)
         same = choice.decision is not None and (choice.best, choice.stop_reason) == (
@@ -240,15 +241,20 @@ def run_round(ledger: Ledger, executor: Executor, *, chooser=None) -> RoundRepor
     return RoundReport(new_state, decision, execution, adopted, None)
 
 
-def _toolkit_decision(ledger: Ledger, state: CampaignState, seed: int):
+def round_decision(state: CampaignState, ledger: Ledger, seed: int, *, beta: float | None = None,
+                   terminal: bool | None = None, cvu_samples: int | None = None):
+    """Fit round t's belief on the ledger's evidence and call `decide` with the campaign's
+    settings; `beta`, `terminal` and `cvu_samples` override the campaign's β, "last round"
+    and look-ahead samples. Returns (decision, belief)."""
     from bayes_s2r.decision import decide
 
     cfg, t = state.config, state.round
     belief, risk = fit_round_belief(ledger.summed_records(), state, seed)
     decision = decide(
         belief, state.candidates, state.budget, cfg.weights, risk=risk, alpha_exec=cfg.alpha_exec,
-        delta=cfg.delta, beta=cfg.beta, cvu_samples=cfg.cvu_samples,
-        terminal=(t == cfg.max_rounds - 1), seed=seed, reference=cfg.budget,
+        delta=cfg.delta, beta=cfg.beta if beta is None else beta,
+        cvu_samples=cfg.cvu_samples if cvu_samples is None else cvu_samples,
+        terminal=(t == cfg.max_rounds - 1) if terminal is None else terminal, seed=seed, reference=cfg.budget,
         current_J=state.current_J, done=state.done, utility=cfg.utility,
         allow_bad_belief=cfg.allow_bad_belief, transition=cfg.transition,
     )

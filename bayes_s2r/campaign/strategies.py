@@ -100,19 +100,11 @@ class Chooser(Protocol):
 # --------------------------------------------------------------------------- shared pieces
 
 def _decide(state, ledger, seed: int, *, beta: float, terminal: bool | None = None):
-    from bayes_s2r.campaign.loop import fit_round_belief
-    from bayes_s2r.decision import decide
+    from bayes_s2r.campaign.loop import round_decision
 
-    cfg, t = state.config, state.round
-    belief, risk = fit_round_belief(ledger.summed_records(), state, seed)
-    decision = decide(
-        belief, state.candidates, state.budget, cfg.weights, risk=risk, alpha_exec=cfg.alpha_exec,
-        delta=cfg.delta, beta=beta, cvu_samples=cfg.cvu_samples if beta > 0 else 2,
-        terminal=(t == cfg.max_rounds - 1) if terminal is None else terminal, seed=seed,
-        reference=cfg.budget, current_J=state.current_J, done=state.done, utility=cfg.utility,
-        allow_bad_belief=cfg.allow_bad_belief, transition=cfg.transition,
-    )
-    return decision, belief
+    # with β = 0 the look-ahead does not enter Q: two outcomes keep its columns defined
+    return round_decision(state, ledger, seed, beta=beta, terminal=terminal,
+                          cvu_samples=state.config.cvu_samples if beta > 0 else 2)
 
 
 def _from_decision(decision, belief, rule: str, best: str | None, stop_reason: str | None,

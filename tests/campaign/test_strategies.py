@@ -202,7 +202,7 @@ def test_the_configured_repeat_share_reaches_the_decision(tmp_path):
 
     cfg = synthetic_config(fit_options={"svi_steps": 50}, repeat_share=0.75)
     state, ledger = _state(tmp_path, _three_methods(), cfg)
-    decision, _ = loop._toolkit_decision(ledger, state, seed=0)
+    decision, _ = loop.round_decision(state, ledger, seed=0)
     assert decision.transition == repr(bs.HeadroomTransition(repeat_share=0.75))
     ledger.close()
 
