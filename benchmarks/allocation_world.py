@@ -68,9 +68,6 @@ def _eval_hours(episodes: int) -> float:
     return 2 * episodes * (200 * 0.04 + 20.0) / 3600  # both arms; horizon 8 s + reset 20 s
 
 
-_PILOT = "pilot_"
-
-
 def bench_candidates(eval_episodes: int = 48, pilot_episodes: int = 0) -> tuple[Candidate, ...]:
     """The candidate set every strategy sees, priced before anything runs (as a team would).
 
@@ -102,7 +99,7 @@ def bench_candidates(eval_episodes: int = 48, pilot_episodes: int = 0) -> tuple[
         return adaptations
     pilot_out, pilot_h = BinomialPairedOutcome(episodes=pilot_episodes), _eval_hours(pilot_episodes)
     pilots = tuple(
-        Candidate(_PILOT + c.name, "diagnosis", c.lens, observes=c.name,
+        Candidate(f"pilot_{c.name}", "diagnosis", c.lens, observes=c.name,
                   cost=Cost(real=round(real.get(c.name, 0.0) + pilot_h, 3), compute=c.cost.compute,
                             eng=c.cost.eng),
                   outcome=pilot_out)
@@ -304,7 +301,7 @@ class TableExecutor:
 
     def execute(self, rng_key, candidate: Candidate, *, round: int, policy: str,
                 memory: Mapping[str, Any]) -> Execution:
-        pilot = candidate.role == "diagnosis" and candidate.name.startswith(_PILOT)
+        pilot = candidate.role == "diagnosis"  # the only diagnoses here are pilots
         step = candidate.observes if pilot else candidate.name
         if step not in INTERVENTIONS:
             raise InputError("candidate", candidate.name,

@@ -53,9 +53,10 @@ def _head(name: str, title: str, data: dict) -> list[str]:
     return [f"### {title}", "", f"`{COMMANDS[name]}` ({_machine(data)})", ""]
 
 
-def allocation(data: dict, name: str = "allocation", title: str = "Allocation quality") -> list[str]:
+def allocation(data: dict, name: str = "allocation", title: str = "Allocation quality",
+               note: str | None = None) -> list[str]:
     s = data["settings"]
-    out = _head(name, title, data)
+    out = _head(name, title, data) + ([note, ""] if note else [])
     out += [(f"{len(s['worlds'])} hidden worlds × {s['seeds']} seeds × up to {s['rounds']} rounds, the same "
             f"budget for every strategy (real {s['budget_real']:g} h, compute {s['budget_compute']:g}, "
             f"eng {s['budget_eng']:g} h). Mean true J_real of the deployed policy; in brackets the 95% "
@@ -104,13 +105,12 @@ def allocation_scarce(data: dict) -> list[str]:
 
 
 def allocation_scarce_pilots(data: dict) -> list[str]:
-    out = allocation(data, "allocation_scarce_pilots", "Scarce budget, with pilot diagnoses")
     n = data["settings"]["pilot_episodes"]
     note = (f"The same candidates plus one pilot per adaptation that does not act on the robot: it builds "
             f"the adapted policy and evaluates it with {n} episodes per arm without deploying it (its gain is "
             "0; a later run of that adaptation reuses the policy). Only the toolkit's rule values what a "
             "pilot tells; the other strategies' rows are those of the table above.")
-    return out[:4] + [note, ""] + out[4:]
+    return allocation(data, "allocation_scarce_pilots", "Scarce budget, with pilot diagnoses", note)
 
 
 def decide(data: dict) -> list[str]:

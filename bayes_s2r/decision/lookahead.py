@@ -296,8 +296,8 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
             # form there is scaled by exact/moment before the move (exact for rules that
             # scale the gains, as both shipped rules do)
             nxt = 2 * ncol if use_var else ncol
-            exact = jnp.where(collapsed[:, None], functional(mean, var), mom[:, nxt:nxt + ncol])
             moment = functional(mean, var)
+            exact = jnp.where(collapsed[:, None], moment, mom[:, nxt:nxt + ncol])
             skew = jnp.where(moment > 1e-12, exact / jnp.maximum(moment, 1e-12), 1.0)
             util = jnp.where(moves[:, None], functional(mean_t, var_t) * skew, exact)
         else:

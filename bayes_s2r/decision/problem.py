@@ -269,6 +269,7 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
     b = np.array([o[4] for o in obs])
 
     repeatable = np.array([c.repeatable for c in cands])
+    observers = np.array([[x.role == "diagnosis" and x.observes == c.name for x in cands] for c in cands])
     lam_next = np.zeros((m, 3))
     feas_next = np.zeros((m, m), bool)
     for i, c in enumerate(cands):
@@ -278,7 +279,7 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
         feas_next[i] = safe & ~done_arr & covers
         if not c.repeatable:
             feas_next[i, i] = False
-            feas_next[i, [j for j, x in enumerate(cands) if x.role == "diagnosis" and x.observes == c.name]] = False
+            feas_next[i, observers[i]] = False  # nothing left to act on what they would measure
     cost_next = _priced(lam_next[:, None, :], cost[None, :, :])
 
     return Problem(
