@@ -67,6 +67,14 @@ class DecideConfig(NamedTuple):
         objective_tol: per secondary objective, the lexicographic tolerance.
         multi: "lexicographic" or "pareto".
         allow_bad_belief: accept a belief whose diagnostics are not ok.
+        lookahead_depth: decisions the look-ahead sees after m: 1 (DESIGN's CVU, the default)
+            or 2. A one-step look-ahead cannot value an experiment whose worth shows only two
+            decisions later, e.g. a cheap pilot that decides which of several costly tries to
+            make; depth 2 costs about `inner_samples` × `inner_draws` / draws one-step
+            look-aheads.
+        inner_samples: simulated outcomes per candidate of the second step (depth 2).
+        inner_draws: draws that carry each next state in the second step (depth 2; at most
+            the belief's draws).
     """
 
     alpha_exec: float = 0.05
@@ -84,6 +92,9 @@ class DecideConfig(NamedTuple):
     objective_tol: tuple[float, ...] = ()
     multi: str = "lexicographic"
     allow_bad_belief: bool = False
+    lookahead_depth: int = 1
+    inner_samples: int = 32
+    inner_draws: int = 512
 
     @classmethod
     def make(cls, **kwargs: Any) -> DecideConfig:
@@ -94,15 +105,11 @@ class DecideConfig(NamedTuple):
         beta = _real("beta", cfg.beta)
         if beta < 0:
             raise InputError("beta", cfg.beta, "a finite number >= 0")
-        k = _whole("cvu_samples", cfg.cvu_samples)
-        if k < 2:
-            raise InputError("cvu_samples", cfg.cvu_samples, "a whole number >= 2")
+        k = _whole_at_least("cvu_samples", cfg.cvu_samples, 2)
         for flag in ("terminal", "allow_bad_belief"):
             if not isinstance(getattr(cfg, flag), bool):
                 raise InputError(flag, getattr(cfg, flag), "True or False")
-        seed = _whole("seed", cfg.seed)
-        if seed < 0:
-            raise InputError("seed", cfg.seed, "a whole number >= 0")
+        seed = _whole_at_least("seed", cfg.seed, 0)
         if cfg.utility not in UTILITIES:
             raise InputError("utility", cfg.utility, f"one of {UTILITIES}")
         level = _real("utility_level", cfg.utility_level)
@@ -111,12 +118,8 @@ class DecideConfig(NamedTuple):
         ess = _real("collapse_ess", cfg.collapse_ess)
         if ess < 0:
             raise InputError("collapse_ess", cfg.collapse_ess, "a finite number >= 0")
-        bucket = _whole("bucket", cfg.bucket)
-        if bucket < 1:
-            raise InputError("bucket", cfg.bucket, "a whole number >= 1")
-        chunk = _whole("chunk_bytes", cfg.chunk_bytes)
-        if chunk < 2**16:
-            raise InputError("chunk_bytes", cfg.chunk_bytes, "a whole number >= 65536")
+        bucket = _whole_at_least("bucket", cfg.bucket, 1)
+        chunk = _whole_at_least("chunk_bytes", cfg.chunk_bytes, 2**16)
         objectives = cfg.objectives
         if objectives is not None:
             objectives = (objectives,) if isinstance(objectives, str) else tuple(objectives)
@@ -130,12 +133,18 @@ class DecideConfig(NamedTuple):
         if objectives is not None and len(tol) > len(objectives):
             raise InputError("objective_tol", cfg.objective_tol,
                              f"at most one tolerance per objective ({len(objectives)})")
+        depth = _whole("lookahead_depth", cfg.lookahead_depth)
+        if depth not in (1, 2):
+            raise InputError("lookahead_depth", cfg.lookahead_depth, "1 or 2")
+        inner_k = _whole_at_least("inner_samples", cfg.inner_samples, 2)
+        inner_s = _whole_at_least("inner_draws", cfg.inner_draws, 16)
         if cfg.multi not in MULTI_MODES:
             raise InputError("multi", cfg.multi, f"one of {MULTI_MODES}")
         return cfg._replace(
             alpha_exec=float(cfg.alpha_exec), delta=float(cfg.delta), beta=beta, cvu_samples=k,
             seed=seed, utility_level=level, collapse_ess=ess, bucket=bucket, chunk_bytes=chunk,
             objectives=objectives, objective_tol=tuple(float(t) for t in tol),
+            lookahead_depth=depth, inner_samples=inner_k, inner_draws=inner_s,
         )
 
 
@@ -151,6 +160,13 @@ def _whole(field: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise InputError(field, value, "a whole number")
     return int(value)
+
+
+def _whole_at_least(field: str, value: Any, low: int) -> int:
+    v = _whole(field, value)
+    if v < low:
+        raise InputError(field, value, f"a whole number >= {low}")
+    return v
 
 
 def _prob(field: str, value: Any, *, closed: bool) -> None:

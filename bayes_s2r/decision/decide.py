@@ -20,7 +20,8 @@ from bayes_s2r.vocab import RESOURCES, Budget, ResourceWeights, validate_candida
 
 __all__ = ["decide"]
 
-_EXTRA_OPTIONS = ("utility_level", "collapse_ess", "bucket", "chunk_bytes", "objectives", "objective_tol", "multi")
+_EXTRA_OPTIONS = ("utility_level", "collapse_ess", "bucket", "chunk_bytes", "objectives", "objective_tol", "multi",
+                  "lookahead_depth", "inner_samples", "inner_draws")
 
 
 def _lookahead_on(devices: Any, prob, cfg, rule):
@@ -67,7 +68,8 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
             device unless an enclosing `use_devices(...)` block sets a mesh. The answer
             equals the one-device answer up to the order of floating-point sums.
         **options: further `DecideConfig` fields: utility_level, collapse_ess, bucket,
-            chunk_bytes, objectives, objective_tol, multi.
+            chunk_bytes, objectives, objective_tol, multi, lookahead_depth (2: CVU looks two
+            decisions ahead), inner_samples, inner_draws.
 
     Returns:
         A `Decision`.

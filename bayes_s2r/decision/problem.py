@@ -47,6 +47,8 @@ class Problem(NamedTuple):
             outcome model's `(kind, a, b)` parameters.
         lam_next [M, 3], cost_next [M, M], feas_next [M, M]: λ, priced costs C_λ(c) and
             feasibility of c in the state after m ran (budget b_t − ΔC(m)).
+        feas_next2, cost_next2 [M, M, M]: the same after m and then m' ran (indexed
+            [m, m', c]); None unless the config's look-ahead depth is 2.
         j_now, j_source: current J and where it came from.
         draws: the belief's draws [S, P]; columns: the belief's names.
     """
@@ -79,6 +81,8 @@ class Problem(NamedTuple):
     lam_next: np.ndarray
     cost_next: np.ndarray
     feas_next: np.ndarray
+    feas_next2: np.ndarray | None
+    cost_next2: np.ndarray | None
     j_now: float
     j_source: str
     draws: np.ndarray
@@ -270,17 +274,25 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
 
     repeatable = np.array([c.repeatable for c in cands])
     observers = np.array([[x.role == "diagnosis" and x.observes == c.name for x in cands] for c in cands])
-    lam_next = np.zeros((m, 3))
-    feas_next = np.zeros((m, m), bool)
-    for i, c in enumerate(cands):
-        after = budget.spend(c.cost)  # b_t − ΔC(m) (floored: only unaffordable m would go below 0)
-        lam_next[i] = weights.at(after, reference)
-        covers = np.array([after.covers(x.cost) for x in cands])
-        feas_next[i] = safe & ~done_arr & covers
-        if not c.repeatable:
-            feas_next[i, i] = False
-            feas_next[i, observers[i]] = False  # nothing left to act on what they would measure
+
+    def after(ran: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """λ and the feasible set once the candidates `ran` have run."""
+        left = budget
+        feas = safe & ~done_arr
+        for i in ran:
+            left = left.spend(cands[i].cost)  # floored: only an unaffordable run would go below 0
+            if not cands[i].repeatable:
+                feas[i] = False
+                feas[observers[i]] = False  # nothing left to act on what they would measure
+        return weights.at(left, reference), feas & np.array([left.covers(x.cost) for x in cands])
+
+    lam_next, feas_next = (np.stack(x) for x in zip(*(after((i,)) for i in range(m))))
     cost_next = _priced(lam_next[:, None, :], cost[None, :, :])
+    feas_next2 = cost_next2 = None
+    if config.lookahead_depth >= 2:
+        pairs = [after((i, k)) for i in range(m) for k in range(m)]
+        feas_next2 = np.stack([f for _, f in pairs]).reshape(m, m, m)
+        cost_next2 = _priced(np.stack([lam for lam, _ in pairs])[:, None, :], cost[None]).reshape(m, m, m)
 
     return Problem(
         names=tuple(c.name for c in cands), roles=tuple(c.role for c in cands), mu=mu, sd=sd,
@@ -288,6 +300,7 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
         ucb=ucb, safe=safe, affordable=affordable, done=done_arr, feasible=feasible,
         excluded_reason=tuple(reasons), repeatable=repeatable, is_adapt=is_adapt, gain_col=gain_col,
         obs_col=obs_col, obs_sign=obs_sign, kind=kind, a=a, b=b, lam_next=lam_next,
-        cost_next=cost_next, feas_next=feas_next, j_now=j_now, j_source=j_source, draws=draws,
+        cost_next=cost_next, feas_next=feas_next, feas_next2=feas_next2, cost_next2=cost_next2,
+        j_now=j_now, j_source=j_source, draws=draws,
         columns=tuple(belief.names),
     )

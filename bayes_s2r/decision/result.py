@@ -67,7 +67,7 @@ class Decision:
         objectives: objective names in priority order; `front` the Pareto front or the
             lexicographic survivors (empty for one objective).
         j_now, j_source: the current J used by the transition rule and where it came from.
-        g0_null: G0(s^∅).
+        g0_null: G0(s^∅); with `lookahead_depth=2`, G1(s^∅): the value of two decisions from s_t.
         transition: repr of the transition rule.
         config: the validated options.
     """
