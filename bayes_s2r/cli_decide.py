@@ -137,6 +137,9 @@ def decide_command(
     utility: Annotated[str, typer.Option(
         help="Decision functional: mean, lcb, cvar, or adopt (a new policy is kept only if it "
              "evaluates better: a try is worth E[max(gain, 0)]).")] = "mean",
+    lookahead_depth: Annotated[int, typer.Option(
+        help="Decisions the look-ahead sees after the one it scores: 1, or 2 to value a cheap "
+             "experiment by the tries it can save (slower: use fewer --cvu-samples, e.g. 128).")] = 1,
     seed: Annotated[int, typer.Option(help="Seed of the fit and the look-ahead.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
@@ -163,7 +166,8 @@ def decide_command(
     records, cands = _open_evidence(ledger, candidates)
     belief, risk = _fit(records, cands, method, seed)
     d = decide(belief, cands, b, w, risk=risk, alpha_exec=alpha_exec, delta=delta, beta=beta,
-               cvu_samples=cvu_samples, seed=seed, utility=utility, allow_bad_belief=True)
+               cvu_samples=cvu_samples, seed=seed, utility=utility, allow_bad_belief=True,
+               lookahead_depth=lookahead_depth)
     if as_json:
         typer.echo(json.dumps({
             "best": d.best, "stop_reason": d.stop_reason,

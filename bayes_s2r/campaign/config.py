@@ -79,6 +79,10 @@ class CampaignConfig:
             from its own evidence). 1 is `decide`'s default: as much again on the remaining
             headroom. On the allocation benchmark 0 keeps the rule from trying a repeatable
             candidate first for the sake of repeating it (scarce budget: mean J 0.74 vs 0.70).
+        lookahead_depth: decisions the look-ahead sees after the one it scores: 1 (DESIGN's
+            CVU) or 2 (`decide(..., lookahead_depth=2)`), which values an experiment whose
+            worth shows two decisions later, e.g. a cheap pilot before costly tries. The
+            round before the last looks one decision ahead whatever this says.
     """
 
     budget: Budget
@@ -97,6 +101,7 @@ class CampaignConfig:
     fit_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     seed: int = 0
     repeat_share: float = 0.0
+    lookahead_depth: int = 1
 
     def __post_init__(self):
         if not isinstance(self.budget, Budget):
@@ -130,6 +135,8 @@ class CampaignConfig:
             if not isinstance(getattr(self, f), bool):
                 raise InputError(f"config.{f}", getattr(self, f), "true or false")
         require_finite_nonneg("config.repeat_share", self.repeat_share)
+        if isinstance(self.lookahead_depth, bool) or self.lookahead_depth not in (1, 2):
+            raise InputError("config.lookahead_depth", self.lookahead_depth, "1 or 2")
 
     @property
     def transition(self) -> HeadroomTransition:

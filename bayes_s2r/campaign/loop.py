@@ -250,13 +250,15 @@ def round_decision(state: CampaignState, ledger: Ledger, seed: int, *, beta: flo
 
     cfg, t = state.config, state.round
     belief, risk = fit_round_belief(ledger.summed_records(), state, seed)
+    beta = cfg.beta if beta is None else beta
+    # two decisions ahead only where two more rounds remain and CVU counts
+    depth = cfg.lookahead_depth if t < cfg.max_rounds - 2 and beta > 0 else 1
     decision = decide(
         belief, state.candidates, state.budget, cfg.weights, risk=risk, alpha_exec=cfg.alpha_exec,
-        delta=cfg.delta, beta=cfg.beta if beta is None else beta,
-        cvu_samples=cfg.cvu_samples if cvu_samples is None else cvu_samples,
+        delta=cfg.delta, beta=beta, cvu_samples=cfg.cvu_samples if cvu_samples is None else cvu_samples,
         terminal=(t == cfg.max_rounds - 1) if terminal is None else terminal, seed=seed, reference=cfg.budget,
         current_J=state.current_J, done=state.done, utility=cfg.utility,
-        allow_bad_belief=cfg.allow_bad_belief, transition=cfg.transition,
+        allow_bad_belief=cfg.allow_bad_belief, transition=cfg.transition, lookahead_depth=depth,
     )
     return decision, belief
 

@@ -142,3 +142,20 @@ def test_an_adopted_policy_is_fitted_at_its_measured_level(finished):
     belief, _ = bs.campaign.loop.fit_round_belief(ev, just._replace(candidates=tuple(
         bs.Candidate(n, "adaptation", "data", outcome=bs.BinomialPairedOutcome(48)) for n in ("dr", "si"))), seed=0)
     assert belief.extra["baseline"] > 0.8
+
+
+def test_a_two_step_look_ahead_runs_while_two_more_rounds_remain(tmp_path, monkeypatch):
+    from bayes_s2r import decision
+
+    depths = []
+    real_decide = decision.decide
+
+    def recording(*args, **kwargs):
+        depths.append(kwargs["lookahead_depth"])
+        return real_decide(*args, **kwargs)
+
+    monkeypatch.setattr(decision, "decide", recording)
+    _, state, _ = _run(tmp_path / "c.sqlite", max_rounds=4, lookahead_depth=2, cvu_samples=16)
+    # rounds 0 and 1 have two decisions after them; round 2 has one (the last round is terminal)
+    assert len(depths) >= 3 and depths == [2, 2, 1, 1][: len(depths)]
+    assert state.config.lookahead_depth == 2
