@@ -336,6 +336,13 @@ class TableExecutor:
         return DeploymentEval(policy, episodes, int(rng.binomial(episodes, node["J"])),
                               int(rng.binomial(episodes, node["unsafe_rate"])), round=round)
 
+    def deployment_record(self, episodes: int, seed: int) -> DeploymentEval:
+        """The starting policy's deployment record: `episodes` episodes on the hidden world."""
+        import jax
+
+        key = jax.random.fold_in(jax.random.key(seed), 0x5EED)  # apart from the campaign's round keys
+        return self.evaluate_deployment(key, round=0, policy=self.initial_policy(), episodes=episodes, memory={})
+
     def shakedown_records(self, candidates) -> tuple[ExecutionOutcome, ...]:
         return tuple(ExecutionOutcome(name, n, u, round=0) for name, n, u in self.table.shakedown(self.world, candidates))
 

@@ -79,6 +79,7 @@ def _config(args, seed: int):
         max_rounds=args.rounds, cvu_samples=args.cvu_samples, fit_method="svi",
         fit_options={"svi_steps": args.svi_steps, **({"prior": args.gain_prior} if args.gain_prior else {})},
         deploy_episodes=args.deploy_episodes, seed=seed, repeat_share=args.repeat_share,
+        lookahead_depth=args.lookahead_depth,
         # a short SVI run may stop before its ELBO settles; decide on it rather than abort the campaign
         allow_bad_belief=True)
 
@@ -105,6 +106,8 @@ def run_campaign_once(table, world: str, strategy: str, seed: int, args) -> dict
     with Ledger(":memory:") as ledger:
         start_campaign(ledger, candidates, config, executor, world={"card": world, "strategy": strategy})
         ledger.add_many(executor.shakedown_records(candidates))
+        if args.baseline_episodes:
+            ledger.add(executor.deployment_record(args.baseline_episodes, seed))
         state = run_campaign(ledger, executor, chooser=chooser, on_round=on_round)
         memory = executor_memory(ledger)
         deployment = ledger.get_meta("deployment")
@@ -205,6 +208,9 @@ def main(argv=None) -> dict:
     p.add_argument("--pilot-episodes", type=int, default=0,
                    help="add a pilot diagnosis of each sim-side adaptation with this many episodes per arm "
                         "(0: none)")
+    p.add_argument("--baseline-episodes", type=int, default=0,
+                   help="episodes of the starting policy's deployment record in every campaign's "
+                        "ledger, free of the budget (0: none; the campaigns start not knowing J_real)")
     p.add_argument("--deploy-episodes", type=int, default=100)
     p.add_argument("--svi-steps", type=int, default=1500)
     p.add_argument("--gain-prior", type=json.loads, default=dict(TEAM_GAIN_PRIOR),
@@ -214,6 +220,9 @@ def main(argv=None) -> dict:
     p.add_argument("--repeat-share", type=float, default=0.0,
                    help="what the look-ahead expects a repeat of the adaptation just deployed to bring "
                         "(CampaignConfig.repeat_share, default 0: nothing; 1: as much again)")
+    p.add_argument("--lookahead-depth", type=int, default=1, choices=(1, 2),
+                   help="decisions the toolkit's look-ahead sees after the one it scores "
+                        "(CampaignConfig.lookahead_depth; 2 values pilots before costly tries)")
     p.add_argument("--train-iterations", type=int, default=8, help="CEM iterations of sim retraining (table)")
     p.add_argument("--table-episodes", type=int, default=512, help="episodes of each true-J measurement")
     p.add_argument("--cache", default=os.environ.get("BAYES_S2R_CACHE", str(Path.home() / ".cache" / "bayes_s2r")))

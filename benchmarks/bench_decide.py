@@ -251,6 +251,24 @@ def run_case(m: int, s: int, k: int, *, reps: int, reference: bool, floor: bool,
     return row
 
 
+def two_step_case(m: int, s: int, k: int, inner: int, inner_draws: int, *, reps: int, seed: int = 0) -> dict:
+    """Warm `decide()` with `lookahead_depth=2` next to the one-step call on the same problem."""
+    import bayes_s2r as bs
+
+    belief, cands, budget, weights = make_problem_inputs(m, s, seed)
+    kw = {"cvu_samples": k, "seed": seed + 1, "reference": budget, "current_J": 0.6}
+    two = {"lookahead_depth": 2, "inner_samples": inner, "inner_draws": inner_draws}
+    t = time.perf_counter()
+    d = bs.decide(belief, cands, budget, weights, **kw, **two)
+    row = {"candidates": m, "draws": s, "outcomes": k, "inner_samples": inner, "inner_draws": inner_draws,
+           "decide_first_call_s": time.perf_counter() - t, "best": d.best,
+           "best_one_step": bs.decide(belief, cands, budget, weights, **kw).best}
+    row["decide_warm_s"], row["decide_warm_cpu_s"] = _time(
+        lambda: bs.decide(belief, cands, budget, weights, **kw, **two), reps)
+    row["one_step_warm_s"], _ = _time(lambda: bs.decide(belief, cands, budget, weights, **kw), reps)
+    return row
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--candidates", type=int, default=8)
@@ -272,6 +290,9 @@ def main(argv=None) -> dict:
     for m, s, k in grid:
         results.append(dict(case="scaling", **run_case(m, s, k, reps=max(1, a.reps // 2),
                                                        reference=False, floor=False)))
+    # the two-step look-ahead at the allocation benchmark's scale (8 candidates, 64 outcomes)
+    shape = (8, 4000, 64, 32, 512) if a.full else (a.candidates, a.draws, 4, 4, 64)
+    results.append(dict(case="two_step", **two_step_case(*shape, reps=max(1, a.reps // 2))))
     out = {"benchmark": "decide", "machine": _machine(),
            "settings": {"candidates": a.candidates, "draws": a.draws, "outcomes": a.outcomes,
                         "reps": a.reps, "full": a.full, "timing": "best of reps, warm"},

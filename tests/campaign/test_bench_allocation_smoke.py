@@ -97,3 +97,20 @@ def test_a_pilot_measures_the_gain_without_deploying_and_the_run_reuses_its_poli
     assert fresh.cost.eng == 2.0
     with pytest.raises(bs.InputError, match="pilot_episodes"):
         bench_candidates(48, pilot_episodes=-1)
+
+
+def test_the_starting_policy_can_come_with_its_deployment_record(capsys):
+    import jax  # noqa: F401  (the executor draws its counts from a jax key)
+    from allocation_world import SyntheticTable
+
+    ex = TableExecutor(SyntheticTable({"w": {"dr_latency": 0.9}}, start_J=0.1), "w")
+    rec = ex.deployment_record(40, seed=3)
+    assert isinstance(rec, bs.DeploymentEval) and (rec.policy, rec.episodes, rec.round) == ("pi0", 40, 0)
+    assert rec == ex.deployment_record(40, seed=3) and rec.successes < 20  # J 0.1: same seed, same record
+    result = bench_allocation.main(["--synthetic", "--worlds", "syn_a", "--seeds", "1", "--rounds", "3",
+                                    "--strategies", "q_cvu", "--svi-steps", "200", "--cvu-samples", "8",
+                                    "--baseline-episodes", "24", "--lookahead-depth", "2"])
+    capsys.readouterr()
+    assert result["settings"]["baseline_episodes"] == 24 and result["settings"]["lookahead_depth"] == 2
+    (row,) = result["results"]
+    assert row["strategy"] == "q_cvu" and 0.0 <= row["final_J_mean"] <= 1.0

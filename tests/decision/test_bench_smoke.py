@@ -14,4 +14,6 @@ def test_bench_decide_smoke(bench_module, tmp_path):
     for key in ("cvu_s", "compile_s", "floor_matmul_s", "reference_s", "decide_warm_s", "temp_bytes"):
         assert main[key] > 0, key
     assert main["max_abs_diff_vs_reference"] < 1e-4
-    assert [r["case"] for r in data["results"]] == ["main", "scaling"]
+    assert [r["case"] for r in data["results"]] == ["main", "scaling", "two_step"]
+    two = data["results"][-1]
+    assert two["decide_warm_s"] > 0 and two["one_step_warm_s"] > 0 and two["inner_samples"] == 4
