@@ -48,3 +48,22 @@ def test_sharded_lookahead_terminal_and_bad_input(lookahead_problem):
         sharded_lookahead("problem", config)
     with pytest.raises(InputError, match="num_draws"):
         draw_mesh(0)
+
+
+def test_the_two_step_look_ahead_splits_over_devices_too(lookahead_problem):
+    import bayes_s2r as bs
+    from bayes_s2r.decision.problem import build_problem
+
+    problem, config = lookahead_problem
+    config = config._replace(cvu_samples=16, lookahead_depth=2, inner_samples=4, inner_draws=64)
+    belief = bs.GainBelief.from_draws(problem.columns, problem.draws)
+    cands = [bs.Candidate(f"a{i}", "adaptation", "data", cost=bs.Cost(compute=0.1 * (i + 1)),
+                          outcome=bs.BinomialPairedOutcome(episodes=50)) for i in range(5)]
+    two = build_problem(belief, cands, bs.Budget(1, 10, 10), bs.ResourceWeights(), risk=None, config=config,
+                        reference=None, current_J=None, done=())
+    want = lookahead(two, config, resolve_transition(None))
+    got = sharded_lookahead(two, config, devices=4)
+    one_step = lookahead(two, config._replace(lookahead_depth=1), resolve_transition(None))
+    assert np.abs(want.cvu - one_step.cvu).max() > 1e-4  # the second step changes the values
+    np.testing.assert_allclose(got.cvu, want.cvu, rtol=1e-4, atol=1e-5)
+    assert got.g0_null == pytest.approx(want.g0_null, rel=1e-5, abs=1e-6)
