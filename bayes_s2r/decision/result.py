@@ -98,13 +98,18 @@ class Decision:
     def utility_label(self) -> str:
         return utility_label(self.utility, self.utility_level)
 
+    @property
+    def _g_label(self) -> str:
+        """G0 one decision ahead; G1 (two decisions from the stop branch) with `lookahead_depth=2`."""
+        return "G1" if self.config.lookahead_depth == 2 else "G0"
+
     def text(self) -> str:
         """Plain-text rendering: the U0 / CVU / Q decomposition and why each exclusion."""
         t = self.table
         lam = ", ".join(f"{k} {v:g}" for k, v in self.lambda_.items())
         lines = [
             f"Decision: utility={self.utility_label}, beta={self.config.beta:g}, lambda=({lam}), "
-            f"J_now={self.j_now:.3f} ({self.j_source}), G0(stop branch)={self.g0_null:.4f}, "
+            f"J_now={self.j_now:.3f} ({self.j_source}), {self._g_label}(stop branch)={self.g0_null:.4f}, "
             f"Q(stop)={self.stop_Q:+.4f}"
             if not math.isnan(self.g0_null) else
             f"Decision: utility={self.utility_label}, beta={self.config.beta:g}, lambda=({lam}), "

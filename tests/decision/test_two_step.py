@@ -90,3 +90,10 @@ def test_two_step_options_are_checked(three_doors):
             bs.decide(belief, cands, **{field: value}, **kw)
     with pytest.raises(bs.InputError, match="lookahead_depth"):
         bs.CampaignConfig(budget=bs.Budget(1, 1, 1), lookahead_depth=0)
+
+
+def test_the_text_names_the_two_step_value_of_the_stop_branch(three_doors):
+    belief, cands, kw = three_doors
+    small = {"cvu_samples": 2, "inner_samples": 2, "inner_draws": 16, "seed": 3}  # as above: compiled once
+    assert "G1(stop branch)" in bs.decide(belief, cands, lookahead_depth=2, **small, **kw).text()
+    assert "G0(stop branch)" in bs.decide(belief, cands, **small, **kw).text()
