@@ -135,7 +135,7 @@ class CampaignConfig:
             if not isinstance(getattr(self, f), bool):
                 raise InputError(f"config.{f}", getattr(self, f), "true or false")
         require_finite_nonneg("config.repeat_share", self.repeat_share)
-        if isinstance(self.lookahead_depth, bool) or self.lookahead_depth not in (1, 2):
+        if type(self.lookahead_depth) is not int or self.lookahead_depth not in (1, 2):
             raise InputError("config.lookahead_depth", self.lookahead_depth, "1 or 2")
 
     @property

@@ -280,11 +280,20 @@ def _adopts(tm: _Terms, arr: LookaheadArrays, y, adopt: bool):
     return arr.is_adapt & jnp.where(tm.gauss, y > 0, tm.binom & (y > arr.b * tm.n + 1e-3))
 
 
+def _after_move(rule, mean, var, is_m, j_now):
+    """The gains' moments once the adaptation marked by `is_m` is deployed: the transition
+    rule for every candidate, and `repeat_share` of it for a repeat of m from π^m."""
+    mean_t, var_t = rule.apply(mean, var, jnp.sum(jnp.where(is_m, mean, 0.0)), j_now)
+    share = repeat_share(rule)
+    if share == 1.0:
+        return mean_t, var_t
+    return jnp.where(is_m, share * mean_t, mean_t), jnp.where(is_m, share**2 * var_t, var_t)
+
+
 def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num_outcomes: int,
                batch: int, block: int, use_var: bool, rule, n_cap: int, adopt: bool = False):
     _TRACES[0] += 1
     s = arr.dg.shape[0]
-    share = repeat_share(rule)
     idx, eps_all, u_all = _outcome_plan(rng_key, s, num_outcomes)
     tm = _terms(arr, n_cap)
     mu0, dgc, var0 = tm.mu0, tm.dgc, tm.var0
@@ -324,12 +333,8 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
         mean = jnp.where(collapsed[:, None], mean_g, mean_is)
         var = jnp.where(collapsed[:, None], var_g, var_is) if use_var else jnp.zeros_like(mean)
 
-        own = jnp.diagonal(mean)
-        mean_t, var_t = jax.vmap(rule.apply, in_axes=(0, 0, 0, None))(mean, var, own, j_now)
-        if share != 1.0:  # a repeat of m from π^m (see `transition`)
-            eye = jnp.eye(mean.shape[0], dtype=bool)
-            mean_t = jnp.where(eye, share * mean_t, mean_t)
-            var_t = jnp.where(eye, share**2 * var_t, var_t)
+        eye = jnp.eye(mean.shape[0], dtype=bool)
+        mean_t, var_t = jax.vmap(functools.partial(_after_move, rule), in_axes=(0, 0, 0, None))(mean, var, eye, j_now)
         moves = _adopts(tm, arr, y, adopt)
         if adopt:
             # the exact positive part where the draws hold the update, its moment form where
@@ -421,7 +426,6 @@ def _two_step(rng_key, arr: LookaheadArrays, second: SecondStepArrays, j_now, co
                                                   block=block)
     g1_null = _best_value(arr.feas_now, util0 - arr.cost_now + cvu1 + g0_1)
     s, mb = arr.dg.shape
-    share = repeat_share(rule)
     tm = _terms(arr, n_cap)
     idx, eps_all, u_all = _outcome_plan(rng_key, s, num_outcomes)
     k_resample, k_inner = jax.random.split(jax.random.fold_in(rng_key, 2))
@@ -440,9 +444,7 @@ def _two_step(rng_key, arr: LookaheadArrays, second: SecondStepArrays, j_now, co
         theta = jnp.where(collapsed, arr.theta_obs[:, sub], arr.theta_obs[:, pick])
         mean, var = dg.mean(0), dg.var(0)
         own = mean[m]
-        mean_t, var_t = rule.apply(mean, var, own, j_now)
-        mean_t = jnp.where(rows == m, share * mean_t, mean_t)  # a repeat of m from π^m
-        var_t = jnp.where(rows == m, share**2 * var_t, var_t)
+        mean_t, var_t = _after_move(rule, mean, var, rows == m, j_now)
         scale_t = jnp.where(var > 1e-12, jnp.sqrt(var_t / jnp.maximum(var, 1e-12)), 0.0)
         dg = jnp.where(moved, mean_t + (dg - mean) * scale_t, dg)
         theta = jnp.where(observes_gain[:, None], dg[:, jnp.maximum(second.obs_gain, 0)].T, theta)
