@@ -16,6 +16,7 @@ Prints one JSON object {"benchmark": "sbc_gains", "machine", "settings", "result
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -196,6 +197,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--chains", type=int, default=2)
     p.add_argument("--thin", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--prior", type=json.loads, default={},
+                   help='JSON object of GainPrior fields, e.g. \'{"candidate_df": 2}\' (default: the library\'s)')
     p.add_argument("--out", default=None, help="also write the JSON to this file")
     return p.parse_args(argv)
 
@@ -206,14 +209,17 @@ def main(argv=None) -> dict:
         os.environ.setdefault("XLA_FLAGS", f"--xla_force_host_platform_device_count={args.chains}")
     import common
 
+    from bayes_s2r import GainPrior
+
     cands, eps = design(args.methods, args.lenses, args.per_group)
     res = run_sbc(args.datasets, seed=args.seed, cands=cands, eps=eps, num_warmup=args.warmup,
-                  num_samples=args.samples, num_chains=args.chains, thin=args.thin)
+                  num_samples=args.samples, num_chains=args.chains, thin=args.thin,
+                  prior=GainPrior(**args.prior) if args.prior else None)
     settings = {"datasets": args.datasets, "candidates": len(cands), "methods": args.methods,
                 "lenses": args.lenses, "episodes_per_arm": list(eps), "num_warmup": args.warmup,
                 "num_samples": args.samples, "num_chains": args.chains, "thin": args.thin,
                 "interval": 0.9, "seed": args.seed, "wall_s": res.seconds, "traces": res.traces,
-                "num_ranked": res.num_ranked}
+                "num_ranked": res.num_ranked, "prior": args.prior}
     return common.emit({"benchmark": "sbc_gains", "machine": common.machine(), "settings": settings,
                         "results": summarise(res)}, args.out)
 

@@ -16,7 +16,9 @@ Parameterisation (η-scale = logit for `link="logit"`, the J scale for `link="id
   several lens groups: otherwise the levels are not identifiable and only add a ridge)
       f_m  = b̃(1 + κ_g) / (b̃ + κ_g),                    log κ_g ~ N(kappa_loc, kappa_scale)
       δ_m  = A_g·f_m + τ_cand·ε_m                         (the effect on the current policy)
-  with ε ~ N(0, 1). Each level is sampled in a data-centred form: for an element
+  with ε ~ N(0, 1); with `candidate_df` = ν the candidate level is Student-t instead,
+  ε_m = ε'_m / sqrt(λ_m), λ_m ~ Gamma(ν/2, ν/2) (a scale mixture of normals, so each
+  candidate keeps a Gaussian level of scale τ_cand/sqrt(λ_m) given λ_m). Each level is sampled in a data-centred form: for an element
   x ~ N(loc, τ²) whose evidence gives a rough estimate ŷ with information I (a Gaussian
   approximation), the conditional posterior given τ and loc is about N(m, s²) with
   w = Iτ²/(1 + Iτ²), m = w·ŷ + (1 − w)·loc, s = τ·sqrt(1 − w); the sampler sees
@@ -88,6 +90,11 @@ class GainPrior:
             removes a failure mechanism takes J from about 0.02 to about 0.97, some 7
             logits, and a narrower prior would call that impossible, so from a failing
             policy every candidate would look worthless.
+        candidate_df: degrees of freedom ν of a Student-t candidate level (None: normal).
+            A small ν (1 to 3) says that most interventions move J little while a few fix
+            or break the policy outright: one right intervention among several takes J from
+            near 0 to near 1. Under a normal level the gains look additive, and stacking
+            two blind tries looks as good as finding the one that works.
         fixed_scales: hold the three τ's at the given values (a Gaussian prior per candidate).
         baseline_loc, baseline_scale: prior of each policy's control level α_p.
         kappa_loc, kappa_scale: prior of log κ_g, the dose-response half-saturation constant
@@ -105,6 +112,7 @@ class GainPrior:
     method_scale: float = 0.5
     group_scale: float = 0.3
     candidate_scale: float = 2.0
+    candidate_df: float | None = None
     fixed_scales: bool = False
     baseline_loc: float = 0.0
     baseline_scale: float = 1.5
@@ -137,6 +145,8 @@ class GainPrior:
             object.__setattr__(self, name, _positive(name, getattr(self, name), allow_zero=True))
         if self.returns_noise_sd is not None:
             object.__setattr__(self, "returns_noise_sd", _positive("returns_noise_sd", self.returns_noise_sd))
+        if self.candidate_df is not None:
+            object.__setattr__(self, "candidate_df", _positive("candidate_df", self.candidate_df))
 
 
 class GainSpec(NamedTuple):
@@ -301,6 +311,10 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
     tau_m = _scale("tau_method", pr.method_scale, pr.fixed_scales) if H > 1 else 0.0
     tau_g = _scale("tau_group", pr.group_scale, pr.fixed_scales) if G > H else 0.0
     tau_c = _scale("tau_cand", pr.candidate_scale, pr.fixed_scales)
+    if pr.candidate_df is not None:  # Student-t as a scale mixture: a normal level per λ_m
+        nu = pr.candidate_df
+        lam = numpyro.sample("cand_precision", dist.Gamma(nu / 2, nu / 2).expand([C]).to_event(1))
+        tau_c = tau_c / jnp.sqrt(lam)
     if spec.has_batch:
         log_kappa = numpyro.sample(
             "log_kappa", dist.Normal(pr.kappa_loc, pr.kappa_scale).expand([G]).to_event(1))
