@@ -62,7 +62,9 @@ PRICES = {"real": 0.02, "compute": 0.05, "eng": 0.005}
 #: The team's prior on intervention effects, stated like its prices: by default the library's
 #: own `GainPrior` (candidate scale 2 on the logit scale, so a single intervention can fix or
 #: break a failing policy). That default was chosen on exploration seeds >= 100 among candidate
-#: scales 0.3, 1.0, 2.0 and 2.5; the reported runs use seeds 0-9. `--gain-prior` overrides it.
+#: scales 0.3, 1.0, 2.0 and 2.5; the reported runs use seeds 0-99. `--gain-prior` overrides it.
+#: A Student-t candidate level (`{"candidate_df": 1}` or 2) raised the toolkit's rule with pilots
+#: but lowered the cost-ordered rules on the same seeds (README), so the team prior stays the default.
 TEAM_GAIN_PRIOR: dict = {}
 
 #: Closed-form worlds of `--synthetic` (share of headroom each step recovers).
@@ -136,6 +138,7 @@ def summarize(world: str, runs: dict[str, list[dict]]) -> list[dict]:
     rows = []
     for s, rs in runs.items():
         J = np.array([r["final_J"] for r in rs])
+        net = np.array([x["final_J"] - sum(PRICES[r] * x["spent"][r] for r in RESOURCES) for x in rs])
         lo, hi = _t_interval(J - ref)
         rows.append({
             "world": world, "strategy": s, "seeds": len(rs),
@@ -143,15 +146,39 @@ def summarize(world: str, runs: dict[str, list[dict]]) -> list[dict]:
             "final_J_ci_low": round(lo, 4), "final_J_ci_high": round(hi, 4),
             "dJ_vs_q_cvu": round(float((J - ref).mean()), 4),
             "spent": {r: round(float(np.mean([x["spent"][r] for x in rs])), 4) for r in RESOURCES},
-            "net_utility_mean": round(float(np.mean([x["final_J"] - sum(PRICES[r] * x["spent"][r] for r in RESOURCES)
-                                                     for x in rs])), 4),
+            "net_utility_mean": round(float(net.mean()), 4),
             "safety_violations": round(float(np.mean([x["unsafe"] for x in rs])), 3),
             "deploy_pass_rate": round(float(np.mean([x["passes"] for x in rs])), 3),
             "regret_vs_oracle": None if orc is None else round(float((orc - J).mean()), 4),
             "regret_vs_oracle_safe": None if safe is None else round(float((safe - J).mean()), 4),
             "paths": [" > ".join(x["path"]) or "(none)" for x in rs[:3]],
+            "final_J_by_seed": [round(float(x), 4) for x in J],
+            "net_utility_by_seed": [round(float(x), 4) for x in net],
         })
     return rows
+
+
+def over_worlds(rows: list[dict]) -> dict:
+    """Per strategy, the mean over the worlds of each seed's final J (and net utility), and
+    the 95% paired interval over seeds of its difference to q_cvu's: a seed's campaigns in
+    the different worlds are independent, so the world means are independent over seeds."""
+    worlds = list(dict.fromkeys(r["world"] for r in rows))
+    by = {(r["world"], r["strategy"]): r for r in rows}
+    out = {}
+    for s in dict.fromkeys(r["strategy"] for r in rows):
+        if not all((w, s) in by for w in worlds):
+            continue
+        J = np.mean([by[w, s]["final_J_by_seed"] for w in worlds], axis=0)
+        ref = np.mean([by[w, "q_cvu"]["final_J_by_seed"] for w in worlds], axis=0)
+        net = np.mean([by[w, s]["net_utility_by_seed"] for w in worlds], axis=0)
+        net_ref = np.mean([by[w, "q_cvu"]["net_utility_by_seed"] for w in worlds], axis=0)
+        lo, hi = _t_interval(J - ref)
+        nlo, nhi = _t_interval(net - net_ref)
+        out[s] = {"final_J_mean": round(float(J.mean()), 4), "final_J_ci_low": round(lo, 4),
+                  "final_J_ci_high": round(hi, 4), "net_utility_mean": round(float(net.mean()), 4),
+                  "net_utility_ci_low": round(nlo, 4), "net_utility_ci_high": round(nhi, 4),
+                  "safety_violations": round(float(sum(by[w, s]["safety_violations"] for w in worlds)), 3)}
+    return out
 
 
 def _gap_closed(q: dict, pool: list[dict], oracle: dict | None) -> float | None:
@@ -258,7 +285,7 @@ def main(argv=None) -> dict:
         final_J="true J_real of the deployed policy, from the table",
         table=table.describe(), wall_s=round(time.perf_counter() - start, 1))
     result = {"benchmark": "allocation", "machine": common.machine(), "settings": settings, "results": rows,
-              "summary": targets(rows)}
+              "summary": targets(rows), "over_worlds": over_worlds(rows)}
     return common.emit(result, args.out)
 
 

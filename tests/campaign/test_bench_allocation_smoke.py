@@ -3,8 +3,10 @@
 import json
 
 import bench_allocation
+import numpy as np
 import pytest
 from allocation_world import INTERVENTIONS, TableExecutor, TrueTable, bench_candidates
+from scipy import stats
 
 import bayes_s2r as bs
 
@@ -28,6 +30,11 @@ def test_smoke_prints_the_agreed_schema(tmp_path, capsys):
     assert printed["settings"]["gain_prior"] == {"candidate_scale": 2.0}
     for world in printed["summary"].values():
         assert {"beats_every_non_oracle", "beats_every_equally_safe", "net_utility_best_non_oracle"} <= set(world)
+    over = printed["over_worlds"]
+    assert set(over) == set(bs.campaign.STRATEGY_IDS)
+    assert over["q_cvu"]["final_J_ci_low"] == over["q_cvu"]["final_J_ci_high"] == 0.0
+    for o in over.values():
+        assert o["final_J_ci_low"] <= o["final_J_ci_high"] and o["net_utility_ci_low"] <= o["net_utility_ci_high"]
     for r in rows:
         assert keys <= set(r)
         assert set(r["spent"]) == {"real", "compute", "eng"}
@@ -40,6 +47,24 @@ def test_smoke_prints_the_agreed_schema(tmp_path, capsys):
             assert r["regret_vs_oracle"] == 0.0
         if r["strategy"] == "oracle_safe":
             assert r["regret_vs_oracle_safe"] == 0.0
+
+
+def test_over_the_worlds_pairs_each_seed_s_world_mean_against_the_rule():
+    def row(world, strategy, finals):
+        return {"world": world, "strategy": strategy, "final_J_by_seed": finals, "safety_violations": 1.0,
+                "net_utility_by_seed": [f - 0.1 for f in finals]}
+
+    rows = [row("a", "q_cvu", [1.0, 0.0, 1.0]), row("b", "q_cvu", [0.0, 0.0, 1.0]),
+            row("a", "mv_greedy", [0.0, 0.0, 1.0]), row("b", "mv_greedy", [0.0, 1.0, 0.0])]
+    over = bench_allocation.over_worlds(rows)
+    # per seed: q_cvu 0.5, 0, 1; mv_greedy 0, 0.5, 0.5; differences −0.5, +0.5, −0.5
+    d = np.array([-0.5, 0.5, -0.5])
+    half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / np.sqrt(3)
+    m = over["mv_greedy"]
+    assert m["final_J_mean"] == pytest.approx(1 / 3, abs=1e-4)
+    assert (m["final_J_ci_low"], m["final_J_ci_high"]) == pytest.approx((d.mean() - half, d.mean() + half), abs=1e-4)
+    assert m["net_utility_mean"] == pytest.approx(1 / 3 - 0.1, abs=1e-4)
+    assert m["safety_violations"] == 2.0 and over["q_cvu"]["final_J_ci_low"] == 0.0
 
 
 def test_table_lookups_share_sim_only_lineages_and_use_the_cache(tmp_path):
