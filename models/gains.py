@@ -91,10 +91,13 @@ class GainPrior:
             logits, and a narrower prior would call that impossible, so from a failing
             policy every candidate would look worthless.
         candidate_df: degrees of freedom ν of a Student-t candidate level (None: normal).
-            A small ν (1 to 3) says that most interventions move J little while a few fix
-            or break the policy outright: one right intervention among several takes J from
-            near 0 to near 1. Under a normal level the gains look additive, and stacking
-            two blind tries looks as good as finding the one that works.
+            A small ν says that most interventions move J little while a few fix or break
+            the policy outright: one right intervention among several takes J from near 0
+            to near 1. Under a normal level the gains look additive, and stacking two blind
+            tries looks as good as finding the one that works. Take ν ≥ 2. With ν = 1
+            (Cauchy) a gain whose evidence saturates J keeps tails so heavy that NUTS
+            diverged on 3 of 100 calibration datasets (benchmarks/sbc_gains.py); ν = 2 had
+            none and calibrated.
         fixed_scales: hold the three τ's at the given values (a Gaussian prior per candidate).
         baseline_loc, baseline_scale: prior of each policy's control level α_p.
         kappa_loc, kappa_scale: prior of log κ_g, the dose-response half-saturation constant
