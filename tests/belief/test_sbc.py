@@ -31,3 +31,16 @@ def test_coverage_band_rejects_a_miscalibrated_rate():
     low, high = sbc_gains.coverage_band(144, 0.9)
     assert low < 0.9 <= high
     assert not low <= 0.7 <= high               # 70 % coverage of 90 % intervals fails
+
+
+def test_the_script_runs_small_and_prints_the_schema(capsys):
+    import json
+
+    result = sbc_gains.main(["--datasets", "2", "--methods", "1", "--lenses", "1", "--per-group", "2",
+                             "--warmup", "20", "--samples", "20", "--chains", "1",
+                             "--prior", '{"candidate_df": 2}'])
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(json.dumps(result))
+    assert printed["benchmark"] == "sbc_gains" and {"cores", "backend"} <= set(printed["machine"])
+    assert printed["settings"]["prior"] == {"candidate_df": 2}
+    assert printed["results"][0]["intervals"] == 2 * printed["settings"]["candidates"]
