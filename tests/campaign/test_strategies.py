@@ -129,7 +129,31 @@ def test_thompson_follows_its_draw(tmp_path):
     choice = thompson()(state, ledger, seed=3)
     t = choice.table
     assert choice.best == t.loc[t["feasible"], "sampled_U0"].idxmax()
-    assert picks <= {"dr_wide", "si_once", "ft_real", None}
+    assert picks <= {"dr_wide", "si_once", "ft_real"}  # q_beta0 goes on here, so every draw picks
+
+
+def test_thompson_stops_where_the_myopic_rule_stops(tmp_path):
+    cands, cfg = synthetic_candidates(), synthetic_config(fit_options={"svi_steps": 300})
+    _, ledger = _state(tmp_path, cands, cfg, name="s.sqlite")
+    # every adaptation measured harmful: the posterior means say stop, whatever one draw says
+    ledger.add_many([bs.PairedEval(c.name, 5, 60, 50, 60) for c in cands if c.role == "adaptation"])
+    state = load_state(ledger)
+    assert make_chooser("q_beta0")(state, ledger, seed=1).best is None
+    for s in range(6):
+        choice = thompson()(state, ledger, seed=s)
+        assert choice.best is None and choice.stop_reason == "economic"
+
+
+def test_thompson_goes_on_where_the_myopic_rule_goes_on_even_when_its_draw_prices_all_below_cost(tmp_path):
+    cands, cfg = synthetic_candidates(), synthetic_config(fit_options={"svi_steps": 300})
+    _, ledger = _state(tmp_path, cands, cfg, name="g.sqlite")
+    ledger.add_many([bs.PairedEval(c.name, 31, 60, 24, 60) for c in cands if c.role == "adaptation"])
+    state = load_state(ledger)
+    assert make_chooser("q_beta0")(state, ledger, seed=1).best is not None
+    choices = [thompson()(state, ledger, seed=s) for s in range(16)]
+    assert all(c.best is not None and c.stop_reason is None for c in choices)
+    # some draws price every feasible candidate at or below 0: a draw-based stop would end there
+    assert any((c.table.loc[c.table["feasible"], "sampled_U0"] <= 0).all() for c in choices)
 
 
 def test_oracle_reads_the_true_gains(tmp_path):
