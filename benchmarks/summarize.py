@@ -142,7 +142,9 @@ def allocation_scarce_pilots(data: dict) -> list[str]:
         note += ("The toolkit's rule looks two decisions ahead (`CampaignConfig(lookahead_depth=2)`): one "
                  "step ahead, a pilot followed by the run it points to looks no better than that run alone; "
                  "the second step shows the try the pilot saves. ")
-    note += "Only the toolkit's rule values what a pilot tells; the other strategies' rows are those of the table above."
+    note += ("Only the toolkit's rule values what a pilot tells; the other strategies' rows are those of the table "
+             "above, except Thompson sampling's, whose draw picks a pilot when it prices every adaptation below "
+             "the pilot's cost.")
     return allocation(data, "allocation_scarce_pilots", "Scarce budget, with pilot diagnoses", note)
 
 
