@@ -164,14 +164,15 @@ def over_worlds(rows: list[dict]) -> dict:
     the different worlds are independent, so the world means are independent over seeds."""
     worlds = list(dict.fromkeys(r["world"] for r in rows))
     by = {(r["world"], r["strategy"]): r for r in rows}
+    def world_mean(s, field):
+        return np.mean([by[w, s][field] for w in worlds], axis=0)
+
+    ref, net_ref = world_mean("q_cvu", "final_J_by_seed"), world_mean("q_cvu", "net_utility_by_seed")
     out = {}
     for s in dict.fromkeys(r["strategy"] for r in rows):
         if not all((w, s) in by for w in worlds):
             continue
-        J = np.mean([by[w, s]["final_J_by_seed"] for w in worlds], axis=0)
-        ref = np.mean([by[w, "q_cvu"]["final_J_by_seed"] for w in worlds], axis=0)
-        net = np.mean([by[w, s]["net_utility_by_seed"] for w in worlds], axis=0)
-        net_ref = np.mean([by[w, "q_cvu"]["net_utility_by_seed"] for w in worlds], axis=0)
+        J, net = world_mean(s, "final_J_by_seed"), world_mean(s, "net_utility_by_seed")
         lo, hi = _t_interval(J - ref)
         nlo, nhi = _t_interval(net - net_ref)
         out[s] = {"final_J_mean": round(float(J.mean()), 4), "final_J_ci_low": round(lo, 4),
@@ -179,16 +180,6 @@ def over_worlds(rows: list[dict]) -> dict:
                   "net_utility_ci_low": round(nlo, 4), "net_utility_ci_high": round(nhi, 4),
                   "safety_violations": round(float(sum(by[w, s]["safety_violations"] for w in worlds)), 3)}
     return out
-
-
-def _gap_closed(q: dict, pool: list[dict], oracle: dict | None) -> float | None:
-    """Share of the gap from the best strategy in `pool` to `oracle` that q closes (None when
-    there is no pool, no oracle, or the oracle is not above the pool's best)."""
-    if not pool or oracle is None:
-        return None
-    best = max(r["final_J_mean"] for r in pool)
-    denom = oracle["final_J_mean"] - best
-    return None if denom < 0.01 else round((q["final_J_mean"] - best) / denom, 3)
 
 
 def targets(rows: list[dict]) -> dict:
@@ -213,9 +204,9 @@ def targets(rows: list[dict]) -> dict:
             "best_or_tied_among_equally_safe": all(q["final_J_mean"] >= r["final_J_mean"] for r in others
                                                    if r["safety_violations"] <= q["safety_violations"]),
             "net_utility_best_non_oracle": all(q["net_utility_mean"] >= r["net_utility_mean"] for r in others),
-            "gap_closed_best_recipe_to_oracle": _gap_closed(q, recipes, w.get("oracle")),
+            "gap_closed_best_recipe_to_oracle": common.gap_closed(q, recipes, w.get("oracle")),
             # the same against the references that respect the toolkit's safety gate
-            "gap_closed_best_safe_recipe_to_oracle_safe": _gap_closed(q, safe_recipes, w.get("oracle_safe")),
+            "gap_closed_best_safe_recipe_to_oracle_safe": common.gap_closed(q, safe_recipes, w.get("oracle_safe")),
         }
     return out
 

@@ -40,3 +40,17 @@ def emit(result: dict, out: str | None) -> dict:
         with open(out, "w") as f:
             f.write(text + "\n")
     return result
+
+
+def gap_closed(q: dict, pool: list[dict], oracle: dict | None, digits: int | None = 3) -> float | None:
+    """Share of the gap from the best strategy in `pool` to `oracle` that q closes, rounded to
+    `digits` (None: not rounded); None when there is no pool, no oracle, or the oracle is not
+    above the pool's best."""
+    if not pool or oracle is None:
+        return None
+    best = max(r["final_J_mean"] for r in pool)
+    denom = oracle["final_J_mean"] - best
+    if denom < 0.01:
+        return None
+    share = (q["final_J_mean"] - best) / denom
+    return share if digits is None else round(share, digits)

@@ -15,6 +15,8 @@ import json
 import re
 from pathlib import Path
 
+import common
+
 HERE = Path(__file__).resolve().parent
 
 #: The README's "## Results" section: from its heading up to the next "## " heading.
@@ -69,12 +71,9 @@ def _gap_sentence(over: dict) -> str:
             ("oracle", recipes, "the best fixed recipe"),
             ("oracle_safe", [k for k in recipes if over[k]["safety_violations"] <= q["safety_violations"]],
              "the best recipe with no more unsafe episodes")):
-        if oracle not in over or not pool:
-            continue
-        best = max(pool, key=lambda k: over[k]["final_J_mean"])
-        gap = over[oracle]["final_J_mean"] - over[best]["final_J_mean"]
-        if gap > 0.01:
-            share = (q["final_J_mean"] - over[best]["final_J_mean"]) / gap
+        share = common.gap_closed(q, [over[k] for k in pool], over.get(oracle), digits=None)
+        if share is not None:
+            best = max(pool, key=lambda k: over[k]["final_J_mean"])
             out.append(f"{share:.0%} of the gap from {label} ({best}) to `{oracle}`")
     return (" It closes " + " and ".join(out) + ".") if out else ""
 
@@ -115,17 +114,16 @@ def allocation(data: dict, name: str = "allocation", title: str = "Allocation qu
             out[-1] += (" `oracle_safe` knows the true gains but keeps to the same safety gate; the toolkit's "
                         "regret against it: " + ", ".join(f"{w} {v:.2f}" for w, v in regret.items()) + ".")
         over = data["over_worlds"]  # per-seed world means, paired against q_cvu over seeds
+        rivals = [k for k in strategies if k != "q_cvu" and k not in ("oracle", "oracle_safe")]
+        below = sum(over[k]["final_J_ci_high"] < 0 for k in rivals)
         out += ["", ("Over the worlds (each seed's mean over the worlds; in brackets the 95% paired interval "
                      "of (strategy − q_cvu) over seeds; unsafe episodes per campaign, summed over worlds): "
                      + ", ".join(f"{_paired(over, k, 'final_J')}; {over[k]['safety_violations']:.1f}"
-                                 for k in strategies) + "."),
+                                 for k in strategies)
+                     + f". Over the worlds the toolkit's rule is above {below} of the {len(rivals)} non-oracle "
+                     "strategies with a paired interval that excludes zero." + _gap_sentence(over)),
                 "", ("Net utility (final J − λ0·spent, what the rule maximises), the same way: "
                      + ", ".join(_paired(over, k, "net_utility") for k in strategies) + ".")]
-        rivals = [k for k in strategies if k != "q_cvu" and k not in ("oracle", "oracle_safe")]
-        below = sum(over[k]["final_J_ci_high"] < 0 for k in rivals)
-        out[-3] += (f" Over the worlds the toolkit's rule is above {below} of the {len(rivals)} non-oracle "
-                    "strategies with a paired interval that excludes zero.")
-        out[-3] += _gap_sentence(over)
     return out + [""]
 
 
