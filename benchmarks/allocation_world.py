@@ -210,6 +210,9 @@ class TrueTable:
     def J(self, world: str, lineage: str) -> float:
         return self.node(world, lineage)["J"]
 
+    def worlds(self) -> list[str]:
+        return list(WORLDS)
+
     def shakedown(self, world: str, candidates, episodes: int = 60) -> list[list]:
         """Supervised safety trials of the robot-touching candidates (Brax, cached)."""
         cached = self.data["shakedown"].get(world)
@@ -260,6 +263,9 @@ class SyntheticTable:
 
     def J(self, world: str, lineage: str) -> float:
         return self.node(world, lineage)["J"]
+
+    def worlds(self) -> list[str]:
+        return list(self.lift)
 
     def shakedown(self, world: str, candidates, episodes: int = 60) -> list[list]:
         return [[c.name, episodes, 0] for c in candidates if c.touches_robot]
@@ -345,6 +351,17 @@ class TableExecutor:
 
     def shakedown_records(self, candidates) -> tuple[ExecutionOutcome, ...]:
         return tuple(ExecutionOutcome(name, n, u, round=0) for name, n, u in self.table.shakedown(self.world, candidates))
+
+
+def history_records(table, world: str, candidates, *, episodes: int, seed: int) -> list[PairedEval]:
+    """A past campaign on `world`: one paired evaluation of every adaptation from its starting
+    policy (`episodes` per arm, binomial around the table's true J). The benchmark fits the
+    team's gain prior from such histories of the other worlds (`--gain-prior history`)."""
+    rng = np.random.default_rng([seed, *world.encode()])
+    j0 = table.J(world, "")
+    return [PairedEval(c.name, int(rng.binomial(episodes, table.J(world, c.name))), episodes,
+                       int(rng.binomial(episodes, j0)), episodes, policy="pi0")
+            for c in candidates if c.role == "adaptation"]
 
 
 def _child(lineage: str, step: str) -> str:

@@ -44,7 +44,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
 import numpy as np
-from allocation_world import WORLDS, SyntheticTable, TableExecutor, TrueTable, bench_candidates
+from allocation_world import (
+    WORLDS,
+    SyntheticTable,
+    TableExecutor,
+    TrueTable,
+    bench_candidates,
+    history_records,
+)
 
 from bayes_s2r.campaign import STRATEGY_IDS
 
@@ -67,19 +74,49 @@ PRICES = {"real": 0.02, "compute": 0.05, "eng": 0.005}
 #: but lowered the cost-ordered rules on the same seeds (README), so the team prior stays the default.
 TEAM_GAIN_PRIOR: dict = {}
 
+#: Seed of the past campaigns that `--gain-prior history` fits the team prior from.
+HISTORY_SEED = 7
+
+
+def _gain_prior_arg(text: str):
+    if text == "history":
+        return text
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{text!r}: a JSON object of GainPrior fields, or 'history'")
+    return value
+
+
+def history_priors(table, worlds, args) -> dict[str, dict]:
+    """Per world, the team prior fitted (`bayes_s2r.fit_gain_prior`) from one past campaign on
+    each *other* world of the table: what a lab that worked on those robots before would
+    bring to this one. The world itself never informs its own prior. Returns, per world, the
+    fitted GainPrior fields and what the fit saw."""
+    import bayes_s2r as bs
+
+    candidates = bench_candidates(args.eval_episodes)
+    out = {}
+    for world in worlds:
+        past = [history_records(table, w, candidates, episodes=args.eval_episodes, seed=HISTORY_SEED)
+                for w in table.worlds() if w != world]
+        fit = bs.fit_gain_prior(past)
+        out[world] = {"prior": {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df},
+                      "effects": fit.effects, "log_bayes_factor_vs_normal": round(fit.best_minus_normal, 3)}
+    return out
+
 #: Closed-form worlds of `--synthetic` (share of headroom each step recovers).
 SYNTHETIC = {"syn_a": {"dr_dynamics": 0.1, "dr_latency": 0.6, "da_obs": -0.2, "si_retrain": 0.3, "ft_real": 0.2},
              "syn_b": {"dr_dynamics": 0.5, "dr_latency": -0.3, "da_obs": 0.1, "si_retrain": 0.4, "ft_real": 0.3}}
 
 
-def _config(args, seed: int):
+def _config(args, seed: int, prior: dict):
     import bayes_s2r as bs
 
     return bs.CampaignConfig(
         budget=bs.Budget(real=args.budget_real, compute=args.budget_compute, eng=args.budget_eng),
         weights=bs.ResourceWeights(**PRICES, scarcity=0.5),
         max_rounds=args.rounds, cvu_samples=args.cvu_samples, fit_method="svi",
-        fit_options={"svi_steps": args.svi_steps, **({"prior": args.gain_prior} if args.gain_prior else {})},
+        fit_options={"svi_steps": args.svi_steps, **({"prior": prior} if prior else {})},
         deploy_episodes=args.deploy_episodes, seed=seed, repeat_share=args.repeat_share,
         lookahead_depth=args.lookahead_depth,
         # a short SVI run may stop before its ELBO settles; decide on it rather than abort the campaign
@@ -94,7 +131,8 @@ def run_campaign_once(table, world: str, strategy: str, seed: int, args) -> dict
 
     candidates = bench_candidates(args.eval_episodes, args.pilot_episodes)
     executor = TableExecutor(table, world, eval_episodes=args.eval_episodes)
-    config = _config(args, seed)
+    fitted = args.world_priors.get(world)
+    config = _config(args, seed, args.gain_prior if fitted is None else fitted["prior"])
     chooser = make_chooser(strategy, true_gains=executor.true_gains)
     unsafe = [0]
     chosen = []
@@ -231,9 +269,10 @@ def main(argv=None) -> dict:
                         "ledger, free of the budget (0: none; the campaigns start not knowing J_real)")
     p.add_argument("--deploy-episodes", type=int, default=100)
     p.add_argument("--svi-steps", type=int, default=1500)
-    p.add_argument("--gain-prior", type=json.loads, default=dict(TEAM_GAIN_PRIOR),
+    p.add_argument("--gain-prior", type=_gain_prior_arg, default=dict(TEAM_GAIN_PRIOR),
                    help="JSON object of GainPrior fields for the belief-based strategies "
-                        "(default: {}, the library's defaults)")
+                        "(default: {}, the library's defaults), or 'history': per world, the prior "
+                        "fitted from past campaigns on the other worlds")
     p.add_argument("--cvu-samples", type=int, default=64)
     p.add_argument("--repeat-share", type=float, default=0.0,
                    help="what the look-ahead expects a repeat of the adaptation just deployed to bring "
@@ -258,6 +297,10 @@ def main(argv=None) -> dict:
         table = TrueTable(args.cache, train_iterations=args.train_iterations, eval_episodes=args.table_episodes)
         worlds = list(WORLDS) if args.worlds == "all" else [w.strip() for w in args.worlds.split(",")]
     start = time.perf_counter()
+    args.world_priors = {}
+    if args.gain_prior == "history":
+        args.world_priors = history_priors(table, worlds, args)
+        args.gain_prior = {}
     rows = []
     for world in worlds:
         seeds = range(args.seed_start, args.seed_start + args.seeds)
@@ -265,7 +308,10 @@ def main(argv=None) -> dict:
                 for s in strategies}
         rows += summarize(world, runs)
         print(f"{world}: done ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
-    settings = {k: v for k, v in vars(args).items() if k not in ("out", "cache")}
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "cache", "world_priors")}
+    if args.world_priors:
+        settings["gain_prior"] = {"fitted_from": "one past campaign on each other world (history_records)",
+                                  "per_world": args.world_priors}
     settings.update(
         worlds={w: WORLDS.get(w, "synthetic") for w in worlds}, strategies=strategies,
         candidates=[{"name": c.name, "method": c.method, "cost": [c.cost.real, c.cost.compute, c.cost.eng],

@@ -23,6 +23,7 @@ from bayes_s2r.belief.sensitivity import (
     fit_sensitivity,
     prepare_sensitivity,
 )
+from bayes_s2r.belief.team_prior import GainPriorFit, fit_gain_prior
 from bayes_s2r.models.gains import GainPrior
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "DeploymentRisk",
     "GainBelief",
     "GainPrior",
+    "GainPriorFit",
     "GaussianOutcome",
     "NoOutcome",
     "RiskBelief",
@@ -39,6 +41,7 @@ __all__ = [
     "clopper_pearson_ucb",
     "fit_deploy_risk",
     "fit_exec_risk",
+    "fit_gain_prior",
     "fit_gains",
     "fit_sensitivity",
     "outcome_from_mapping",

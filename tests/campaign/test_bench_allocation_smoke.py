@@ -5,7 +5,14 @@ import json
 import bench_allocation
 import numpy as np
 import pytest
-from allocation_world import INTERVENTIONS, TableExecutor, TrueTable, bench_candidates
+from allocation_world import (
+    INTERVENTIONS,
+    SyntheticTable,
+    TableExecutor,
+    TrueTable,
+    bench_candidates,
+    history_records,
+)
 from scipy import stats
 
 import bayes_s2r as bs
@@ -47,6 +54,29 @@ def test_smoke_prints_the_agreed_schema(tmp_path, capsys):
             assert r["regret_vs_oracle"] == 0.0
         if r["strategy"] == "oracle_safe":
             assert r["regret_vs_oracle_safe"] == 0.0
+
+
+def test_a_history_prior_is_fitted_per_world_from_the_other_worlds_and_reaches_the_campaigns(monkeypatch):
+    seen = []
+    real_config = bench_allocation._config
+
+    def spy(args, seed, prior):
+        seen.append(prior)
+        return real_config(args, seed, prior)
+
+    monkeypatch.setattr(bench_allocation, "_config", spy)
+    result = bench_allocation.main(["--synthetic", "--seeds", "1", "--rounds", "1", "--svi-steps", "50",
+                                    "--cvu-samples", "8", "--strategies", "q_cvu", "--gain-prior", "history"])
+    fits = result["settings"]["gain_prior"]["per_world"]
+    assert set(fits) == {"syn_a", "syn_b"}
+    for world, fit in fits.items():
+        other = next(w for w in fits if w != world)
+        past = history_records(SyntheticTable(bench_allocation.SYNTHETIC), other, bench_candidates(48),
+                               episodes=48, seed=bench_allocation.HISTORY_SEED)
+        expected = bs.fit_gain_prior([past]).prior
+        assert fit["prior"] == {"candidate_scale": expected.candidate_scale, "candidate_df": expected.candidate_df}
+        assert fit["effects"] == len(past) == 5
+        assert fit["prior"] in seen  # the campaigns of that world were configured with it
 
 
 def test_over_the_worlds_pairs_each_seed_s_world_mean_against_the_rule():

@@ -1,0 +1,88 @@
+"""`fit_gain_prior`: the team's candidate level chosen by the marginal likelihood of past
+campaigns, checked against Monte-Carlo integration and on histories simulated from a known prior."""
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+import bayes_s2r as bs
+from bayes_s2r import GainPrior, InputError, PairedEval, fit_gain_prior
+
+
+def _simulate(rng, effects: int, scale: float, df: float | None, episodes: int = 48):
+    """One campaign per effect, drawn from the fit's own generative model."""
+    tau = scale * np.abs(rng.normal(size=effects))
+    eps = rng.normal(size=effects) if df is None else rng.standard_t(df, size=effects)
+    alpha = rng.normal(0.0, 1.5, size=effects)
+    treated = rng.binomial(episodes, expit(alpha + 0.3 + tau * eps))
+    control = rng.binomial(episodes, expit(alpha))
+    return [[PairedEval(f"c{i}", int(t), episodes, int(c), episodes)] for i, (t, c) in enumerate(zip(treated, control))]
+
+
+@pytest.mark.parametrize("counts, scale, df", [((3, 5, 1, 5), 2.0, None), ((5, 5, 0, 5), 1.0, 2.0),
+                                               ((0, 6, 4, 6), 4.0, 3.0)])
+def test_the_evidence_of_one_effect_matches_monte_carlo(counts, scale, df):
+    st, nt, sc, nc = counts
+    fit = fit_gain_prior([[PairedEval("a", st, nt, sc, nc)]], candidate_scales=[scale], candidate_dfs=[df])
+    rng = np.random.default_rng(0)
+    n = 2_000_000
+    alpha = rng.normal(0.0, 1.5, n)
+    eps = rng.normal(size=n) if df is None else rng.standard_t(df, n)
+    delta = 0.3 + scale * np.abs(rng.normal(size=n)) * eps
+    pt, pc = expit(alpha + delta), expit(alpha)
+    from scipy.stats import binom
+
+    mc = np.mean(binom.pmf(st, nt, pt) * binom.pmf(sc, nc, pc))
+    assert fit.log_evidence[(scale, df)] == pytest.approx(np.log(mc), abs=0.02)
+
+
+def test_a_heavy_tailed_history_is_recognised_and_a_normal_one_is_not():
+    rng = np.random.default_rng(1)
+    heavy = fit_gain_prior(_simulate(rng, 200, 3.0, 2.0))
+    assert heavy.prior.candidate_df is not None and heavy.prior.candidate_df <= 3
+    assert heavy.best_minus_normal > 1  # log Bayes factor (1.8 here: 48 episodes saturate large effects)
+    assert 1.5 <= heavy.prior.candidate_scale <= 6
+    narrow = fit_gain_prior(_simulate(rng, 200, 0.5, None))
+    assert narrow.best_minus_normal < 0.5  # no case for heavy tails
+    assert 0.25 <= narrow.prior.candidate_scale <= 1.0
+
+
+def test_evaluations_are_summed_per_campaign_candidate_and_policy(tmp_path):
+    one = [PairedEval("a", 10, 20, 5, 20, round=0), PairedEval("a", 12, 20, 6, 20, round=1),
+           bs.ExecutionOutcome("a", 10, 0), PairedEval("a", 3, 20, 5, 20, policy="pi1")]
+    summed = [PairedEval("a", 22, 40, 11, 40), PairedEval("a", 3, 20, 5, 20, policy="pi1")]
+    grid = {"candidate_scales": [1.0, 2.0], "candidate_dfs": [2.0, None]}
+    a, b = fit_gain_prior([one], **grid), fit_gain_prior([summed], **grid)
+    assert a.effects == b.effects == 2
+    assert a.log_evidence == pytest.approx(b.log_evidence)
+    with bs.Ledger(tmp_path / "past.sqlite") as ledger:  # a ledger is a campaign too
+        ledger.add_many(one)
+        assert fit_gain_prior([ledger], **grid).log_evidence == pytest.approx(a.log_evidence)
+    # the same candidate in two campaigns is two effects
+    assert fit_gain_prior([one, one], **grid).effects == 4
+
+
+def test_the_other_settings_of_the_base_prior_are_kept():
+    base = GainPrior(baseline_scale=1.0, drift_scale=0.1, candidate_scale=0.7, fixed_scales=True)
+    fit = fit_gain_prior(_simulate(np.random.default_rng(2), 30, 2.0, 2.0), base=base)
+    assert fit.prior.baseline_scale == 1.0 and fit.prior.drift_scale == 0.1 and not fit.prior.fixed_scales
+    assert (fit.prior.candidate_scale, fit.prior.candidate_df) == max(fit.log_evidence, key=fit.log_evidence.get)
+    assert "team gain prior from 30 past effects" in fit.text()
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"histories": []}, "histories"),
+    ({"histories": [[bs.ExecutionOutcome("a", 10, 0)]]}, "histories"),
+    ({"histories": [PairedEval("a", 1, 2, 1, 2)]}, "histories[0]"),
+    ({"histories": "ledger.sqlite"}, "histories"),
+    ({"base": GainPrior(link="identity")}, "base.link"),
+    ({"base": {"candidate_scale": 1.0}}, "base"),
+    ({"candidate_scales": [0.0]}, "candidate_scales"),
+    ({"candidate_scales": []}, "candidate_scales"),
+    ({"candidate_dfs": [-1.0]}, "candidate_dfs"),
+])
+def test_bad_input_is_refused_by_name(kwargs, field):
+    args = {"histories": [[PairedEval("a", 1, 2, 1, 2)]], **kwargs}
+    with pytest.raises(InputError) as err:
+        fit_gain_prior(args.pop("histories"), **args)
+    assert err.value.field == field
