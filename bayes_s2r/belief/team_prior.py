@@ -63,11 +63,19 @@ class GainPriorFit:
     effects: int
     best_minus_normal: float
 
+    @property
+    def at_grid_edge(self) -> bool:
+        """Whether the chosen scale is the smallest or largest searched: the evidence would
+        have gone further (saturated outcomes, 0/n or n/n, say only "large")."""
+        scales = [s for s, _ in self.log_evidence]
+        return self.prior.candidate_scale in (min(scales), max(scales))
+
     def text(self) -> str:
         df = "normal" if self.prior.candidate_df is None else f"Student-t, nu={self.prior.candidate_df:g}"
+        edge = " (at the edge of the scales searched)" if self.at_grid_edge else ""
         return (f"team gain prior from {self.effects} past effects: candidate_scale="
-                f"{self.prior.candidate_scale:g}, candidate level {df}; log Bayes factor against the "
-                f"best normal level {self.best_minus_normal:+.2f}")
+                f"{self.prior.candidate_scale:g}{edge}, candidate level {df}; log Bayes factor against "
+                f"the best normal level {self.best_minus_normal:+.2f}")
 
 
 def _effects(histories) -> np.ndarray:

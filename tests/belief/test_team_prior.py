@@ -68,6 +68,11 @@ def test_the_other_settings_of_the_base_prior_are_kept():
     assert fit.prior.baseline_scale == 1.0 and fit.prior.drift_scale == 0.1 and not fit.prior.fixed_scales
     assert (fit.prior.candidate_scale, fit.prior.candidate_df) == max(fit.log_evidence, key=fit.log_evidence.get)
     assert "team gain prior from 30 past effects" in fit.text()
+    # saturated outcomes only say "large": the chosen scale is the largest searched, and says so
+    huge = fit_gain_prior([[PairedEval("a", 48, 48, 0, 48)], [PairedEval("b", 0, 48, 48, 48)]],
+                          candidate_scales=[0.5, 1.0, 2.0])
+    assert huge.prior.candidate_scale == 2.0 and huge.at_grid_edge and "edge" in huge.text()
+    assert not fit_gain_prior([[PairedEval("a", 30, 48, 20, 48)]], candidate_scales=[0.1, 1.0, 9.0]).at_grid_edge
 
 
 @pytest.mark.parametrize("kwargs, field", [
