@@ -33,8 +33,8 @@ robot time for two steps, where the order of the choices decides the final J.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import math
 import os
 import sys
 import time
@@ -53,7 +53,7 @@ from allocation_world import (
     history_records,
 )
 
-from bayes_s2r.campaign import STRATEGY_IDS
+from bayes_s2r.campaign import STRATEGY_IDS, CampaignConfig
 
 ORACLES = ("oracle", "oracle_safe")
 RESOURCES = ("real", "compute", "eng")
@@ -66,16 +66,21 @@ RESOURCES = ("real", "compute", "eng")
 #: maximises) is reported next to final J, which ignores what a strategy left unspent.
 PRICES = {"real": 0.02, "compute": 0.05, "eng": 0.005}
 
-#: The team's prior on intervention effects, stated like its prices: by default the library's
-#: own `GainPrior` (candidate scale 2 on the logit scale, so a single intervention can fix or
-#: break a failing policy). That default was chosen on exploration seeds >= 100 among candidate
-#: scales 0.3, 1.0, 2.0 and 2.5; the reported runs use seeds 0-99. `--gain-prior` overrides it.
-#: A Student-t candidate level (`{"candidate_df": 1}` or 2) raised the toolkit's rule with pilots
-#: but lowered the cost-ordered rules on the same seeds (README), so the team prior stays the default.
-TEAM_GAIN_PRIOR: dict = {}
+#: The team's prior on intervention effects, stated like its prices. A lab that has run
+#: campaigns before brings their evidence: by default ("history") each world's prior is the
+#: one `bayes_s2r.fit_gain_prior` chooses from one past campaign on each of the other worlds
+#: (the world itself never informs its own prior), shared by every belief-based strategy.
+#: On these worlds that is a Student-t candidate level (ν = 2) of scale 8, at the edge of the
+#: scales searched: an intervention either fixes the failure or does not. `--gain-prior '{}'`
+#: runs the library's default `GainPrior` instead (normal candidate level of scale 2); the
+#: README reports each table under both.
+TEAM_GAIN_PRIOR = "history"
 
 #: Seed of the past campaigns that `--gain-prior history` fits the team prior from.
 HISTORY_SEED = 7
+
+#: The look-ahead's sample count as users get it (fewer samples make the rule's near-ties noisier).
+_LIBRARY_CVU_SAMPLES = next(f.default for f in dataclasses.fields(CampaignConfig) if f.name == "cvu_samples")
 
 
 def _gain_prior_arg(text: str):
@@ -159,15 +164,6 @@ def run_campaign_once(table, world: str, strategy: str, seed: int, args) -> dict
     }
 
 
-def _t_interval(d: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    from scipy import stats
-
-    if d.size < 2 or np.allclose(d, d[0]):
-        return float(d.mean()), float(d.mean())
-    half = stats.t.ppf(0.5 + level / 2, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size)
-    return float(d.mean() - half), float(d.mean() + half)
-
-
 def summarize(world: str, runs: dict[str, list[dict]]) -> list[dict]:
     """One row per strategy (see the module docstring)."""
     ref = np.array([r["final_J"] for r in runs["q_cvu"]])
@@ -177,7 +173,7 @@ def summarize(world: str, runs: dict[str, list[dict]]) -> list[dict]:
     for s, rs in runs.items():
         J = np.array([r["final_J"] for r in rs])
         net = np.array([x["final_J"] - sum(PRICES[r] * x["spent"][r] for r in RESOURCES) for x in rs])
-        lo, hi = _t_interval(J - ref)
+        lo, hi = common.t_interval(J - ref)
         rows.append({
             "world": world, "strategy": s, "seeds": len(rs),
             "final_J_mean": round(float(J.mean()), 4),
@@ -194,30 +190,6 @@ def summarize(world: str, runs: dict[str, list[dict]]) -> list[dict]:
             "net_utility_by_seed": [round(float(x), 4) for x in net],
         })
     return rows
-
-
-def over_worlds(rows: list[dict]) -> dict:
-    """Per strategy, the mean over the worlds of each seed's final J (and net utility), and
-    the 95% paired interval over seeds of its difference to q_cvu's: a seed's campaigns in
-    the different worlds are independent, so the world means are independent over seeds."""
-    worlds = list(dict.fromkeys(r["world"] for r in rows))
-    by = {(r["world"], r["strategy"]): r for r in rows}
-    def world_mean(s, field):
-        return np.mean([by[w, s][field] for w in worlds], axis=0)
-
-    ref, net_ref = world_mean("q_cvu", "final_J_by_seed"), world_mean("q_cvu", "net_utility_by_seed")
-    out = {}
-    for s in dict.fromkeys(r["strategy"] for r in rows):
-        if not all((w, s) in by for w in worlds):
-            continue
-        J, net = world_mean(s, "final_J_by_seed"), world_mean(s, "net_utility_by_seed")
-        lo, hi = _t_interval(J - ref)
-        nlo, nhi = _t_interval(net - net_ref)
-        out[s] = {"final_J_mean": round(float(J.mean()), 4), "final_J_ci_low": round(lo, 4),
-                  "final_J_ci_high": round(hi, 4), "net_utility_mean": round(float(net.mean()), 4),
-                  "net_utility_ci_low": round(nlo, 4), "net_utility_ci_high": round(nhi, 4),
-                  "safety_violations": round(float(sum(by[w, s]["safety_violations"] for w in worlds)), 3)}
-    return out
 
 
 def targets(rows: list[dict]) -> dict:
@@ -269,11 +241,12 @@ def main(argv=None) -> dict:
                         "ledger, free of the budget (0: none; the campaigns start not knowing J_real)")
     p.add_argument("--deploy-episodes", type=int, default=100)
     p.add_argument("--svi-steps", type=int, default=1500)
-    p.add_argument("--gain-prior", type=_gain_prior_arg, default=dict(TEAM_GAIN_PRIOR),
-                   help="JSON object of GainPrior fields for the belief-based strategies "
-                        "(default: {}, the library's defaults), or 'history': per world, the prior "
-                        "fitted from past campaigns on the other worlds")
-    p.add_argument("--cvu-samples", type=int, default=64)
+    p.add_argument("--gain-prior", type=_gain_prior_arg, default=TEAM_GAIN_PRIOR,
+                   help="the belief-based strategies' prior: 'history' (default: per world, fitted "
+                        "from past campaigns on the other worlds) or a JSON object of GainPrior fields "
+                        "('{}': the library's defaults)")
+    p.add_argument("--cvu-samples", type=int, default=_LIBRARY_CVU_SAMPLES,
+                   help="outcomes per candidate in the look-ahead (default: CampaignConfig's)")
     p.add_argument("--repeat-share", type=float, default=0.0,
                    help="what the look-ahead expects a repeat of the adaptation just deployed to bring "
                         "(CampaignConfig.repeat_share, default 0: nothing; 1: as much again)")
@@ -322,7 +295,7 @@ def main(argv=None) -> dict:
         final_J="true J_real of the deployed policy, from the table",
         table=table.describe(), wall_s=round(time.perf_counter() - start, 1))
     result = {"benchmark": "allocation", "machine": common.machine(), "settings": settings, "results": rows,
-              "summary": targets(rows), "over_worlds": over_worlds(rows)}
+              "summary": targets(rows), "over_worlds": common.over_worlds(rows)}
     return common.emit(result, args.out)
 
 

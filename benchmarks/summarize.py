@@ -22,6 +22,10 @@ HERE = Path(__file__).resolve().parent
 #: The README's "## Results" section: from its heading up to the next "## " heading.
 RESULTS_SECTION = re.compile(r"^## Results\n.*?(?=^## |\Z)", flags=re.DOTALL | re.MULTILINE)
 
+#: The suffix of an allocation table run under the library's default gain prior (`--gain-prior '{}'`)
+#: rather than the team prior fitted from the other worlds.
+LIBRARY_PRIOR = "_library_prior"
+
 COMMANDS = {
     "allocation": "python benchmarks/bench_allocation.py --worlds all --seeds 100 --out benchmarks/results/allocation.json",
     "allocation_scarce": ("python benchmarks/bench_allocation.py --worlds all --seeds 100 --budget-real 1.6 "
@@ -29,6 +33,10 @@ COMMANDS = {
     "allocation_scarce_pilots": ("python benchmarks/bench_allocation.py --worlds all --seeds 100 --budget-real 1.6 "
                                  "--pilot-episodes 12 --lookahead-depth 2 "
                                  "--out benchmarks/results/allocation_scarce_pilots.json"),
+    **{f"{name}{LIBRARY_PRIOR}": (f"python benchmarks/bench_allocation.py --worlds all --seeds 100 {flags}"
+                                  f"--gain-prior '{{}}' --out benchmarks/results/{name}{LIBRARY_PRIOR}.json")
+       for name, flags in (("allocation", ""), ("allocation_scarce", "--budget-real 1.6 "),
+                           ("allocation_scarce_pilots", "--budget-real 1.6 --pilot-episodes 12 --lookahead-depth 2 "))},
     "decide": "python benchmarks/bench_decide.py --full --out benchmarks/results/decide.json",
     "fit": "python benchmarks/bench_fit.py --out benchmarks/results/fit.json",
     "sbc_gains": "python benchmarks/sbc_gains.py --out benchmarks/results/sbc_gains.json",
@@ -78,14 +86,47 @@ def _gap_sentence(over: dict) -> str:
     return (" It closes " + " and ".join(out) + ".") if out else ""
 
 
+def _prior_sentence(data: dict) -> str:
+    fits = data["settings"].get("gain_prior", {}).get("per_world") if isinstance(
+        data["settings"].get("gain_prior"), dict) else None
+    if not fits:
+        return ""
+    chosen = sorted({(f["prior"]["candidate_scale"], f["prior"]["candidate_df"]) for f in fits.values()},
+                    key=str)
+    what = "; ".join(f"scale {sc:g}, " + ("normal" if df is None else f"Student-t ν = {df:g}") for sc, df in chosen)
+    effects = sorted({f["effects"] for f in fits.values()})
+    return (" The belief-based strategies share the team's gain prior, fitted per world by "
+            f"`bs.fit_gain_prior` from one past campaign on each other world ({'/'.join(map(str, effects))} "
+            f"past effects): candidate level {what}.")
+
+
+def _library_prior(data: dict, library: dict, name: str) -> list[str]:
+    """The same table under the library's default prior, and the rule under the fitted prior
+    paired against every other strategy under the library's (same seeds and worlds)."""
+    s, ls = data["settings"], library["settings"]
+    if (s["seeds"], s["seed_start"], list(s["worlds"])) != (ls["seeds"], ls["seed_start"], list(ls["worlds"])):
+        return []
+    over = library["over_worlds"]
+    rows = ([r for r in data["results"] if r["strategy"] == "q_cvu"] +
+            [r for r in library["results"] if r["strategy"] not in ("q_cvu", "oracle", "oracle_safe")])
+    cross = common.over_worlds(rows)
+    rivals = [k for k in cross if k != "q_cvu"]
+    return [(f"Under the library's default prior (`{COMMANDS[name + LIBRARY_PRIOR]}`, {_machine(library)}), over "
+             "the worlds: " + ", ".join(f"{_paired(over, k, 'final_J')}; {over[k]['safety_violations']:.1f}"
+                                        for k in ls["strategies"]) + "." + _gap_sentence(over)
+             + " The toolkit's rule under the fitted prior against each other strategy under the library's "
+             "(paired over seeds): " + ", ".join(_paired(cross, k, "final_J") for k in rivals) + "."), ""]
+
+
 def allocation(data: dict, name: str = "allocation", title: str = "Allocation quality",
-               note: str | None = None) -> list[str]:
+               note: str | None = None, library: dict | None = None) -> list[str]:
     s = data["settings"]
     out = _head(name, title, data) + ([note, ""] if note else [])
     out += [(f"{len(s['worlds'])} hidden worlds × {s['seeds']} seeds × up to {s['rounds']} rounds, the same "
             f"budget for every strategy (real {s['budget_real']:g} h, compute {s['budget_compute']:g}, "
             f"eng {s['budget_eng']:g} h). Mean true J_real of the deployed policy; in brackets the 95% "
-            "paired interval of (strategy − q_cvu) over seeds; unsafe robot episodes per campaign."), ""]
+            "paired interval of (strategy − q_cvu) over seeds; unsafe robot episodes per campaign."
+            + _prior_sentence(data)), ""]
     strategies = s["strategies"]
     out.append("| world | " + " | ".join(strategies) + " |")
     out.append("|---" * (len(strategies) + 1) + "|")
@@ -124,14 +165,15 @@ def allocation(data: dict, name: str = "allocation", title: str = "Allocation qu
                      "strategies with a paired interval that excludes zero." + _gap_sentence(over)),
                 "", ("Net utility (final J − λ0·spent, what the rule maximises), the same way: "
                      + ", ".join(_paired(over, k, "net_utility") for k in strategies) + ".")]
-    return out + [""]
+    out += [""] + (_library_prior(data, library, name) if library else [])
+    return out
 
 
-def allocation_scarce(data: dict) -> list[str]:
-    return allocation(data, "allocation_scarce", "Allocation quality on a scarce budget")
+def allocation_scarce(data: dict, library: dict | None = None) -> list[str]:
+    return allocation(data, "allocation_scarce", "Allocation quality on a scarce budget", library=library)
 
 
-def allocation_scarce_pilots(data: dict) -> list[str]:
+def allocation_scarce_pilots(data: dict, library: dict | None = None) -> list[str]:
     n = data["settings"]["pilot_episodes"]
     note = (f"The same candidates plus one pilot per adaptation that does not act on the robot: it builds "
             f"the adapted policy and evaluates it with {n} episodes per arm without deploying it (its gain is "
@@ -143,7 +185,7 @@ def allocation_scarce_pilots(data: dict) -> list[str]:
     note += ("Only the toolkit's rule values what a pilot tells; the other strategies' rows are those of the table "
              "above, except Thompson sampling's, whose draw picks a pilot when it prices every adaptation below "
              "the pilot's cost.")
-    return allocation(data, "allocation_scarce_pilots", "Scarce budget, with pilot diagnoses", note)
+    return allocation(data, "allocation_scarce_pilots", "Scarce budget, with pilot diagnoses", note, library)
 
 
 def decide(data: dict) -> list[str]:
@@ -227,8 +269,10 @@ def summarize(folder: Path) -> str:
              "rewrites this section from `benchmarks/results/`."), ""]
     for name, fn in SECTIONS:
         data = _load(folder, name)
-        if data is not None:
-            lines += fn(data)
+        if data is None:
+            continue
+        library = _load(folder, name + LIBRARY_PRIOR) if name.startswith("allocation") else None
+        lines += fn(data, library=library) if library is not None else fn(data)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -25,3 +25,28 @@ def test_readme_results_section_is_the_generated_one():
     readme = (ROOT / "README.md").read_text()
     section = summarize.RESULTS_SECTION.search(readme).group(0)
     assert section.strip() == summarize.summarize(ROOT / "benchmarks" / "results").strip()
+
+
+def test_an_allocation_table_reports_its_fitted_prior_and_the_library_prior_companion(tmp_path):
+    import bench_allocation
+    import common
+
+    args = ["--synthetic", "--seeds", "3", "--rounds", "1", "--svi-steps", "50", "--cvu-samples", "8",
+            "--strategies", "q_cvu,q_beta0,dr_only"]
+    fitted = bench_allocation.main([*args, "--out", str(tmp_path / "allocation.json")])
+    library = bench_allocation.main([*args, "--gain-prior", "{}",
+                                     "--out", str(tmp_path / f"allocation{summarize.LIBRARY_PRIOR}.json")])
+    text = summarize.summarize(tmp_path)
+    fits = fitted["settings"]["gain_prior"]["per_world"]
+    assert "fitted per world by `bs.fit_gain_prior` from one past campaign on each other world" in text
+    for fit in fits.values():
+        assert f"scale {fit['prior']['candidate_scale']:g}" in text
+    assert "Under the library's default prior (`" + summarize.COMMANDS["allocation" + summarize.LIBRARY_PRIOR] in text
+    assert f"q_cvu {library['over_worlds']['q_cvu']['final_J_mean']:.3f}" in text
+    # the rule under the fitted prior, paired over seeds against each rival under the library's
+    rows = ([r for r in fitted["results"] if r["strategy"] == "q_cvu"] +
+            [r for r in library["results"] if r["strategy"] != "q_cvu"])
+    cross = common.over_worlds(rows)["q_beta0"]
+    paragraph = text.split("Under the library's default prior")[1]
+    assert (f"q_beta0 {cross['final_J_mean']:.3f} [{cross['final_J_ci_low']:+.3f}, "
+            f"{cross['final_J_ci_high']:+.3f}]") in paragraph.split("under the library's (paired over seeds)")[1]

@@ -78,8 +78,9 @@ class CampaignConfig:
             says nothing of a second helping (the next round's fit still values a repeat
             from its own evidence). 1 is `decide`'s default: as much again on the remaining
             headroom. On the allocation benchmark 0 keeps the rule from trying a repeatable
-            candidate first for the sake of repeating it (scarce budget, 100 seeds: mean J
-            0.70 vs 0.68, a paired interval of the difference that still holds 0).
+            candidate first for the sake of repeating it (scarce budget, library prior, 64
+            look-ahead samples, 100 seeds: mean J 0.70 vs 0.68, a paired interval of the
+            difference that still holds 0).
         lookahead_depth: decisions the look-ahead sees after the one it scores: 1 (DESIGN's
             CVU) or 2 (`decide(..., lookahead_depth=2)`), which values an experiment whose
             worth shows two decisions later, e.g. a cheap pilot before costly tries. The

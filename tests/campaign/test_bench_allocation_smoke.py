@@ -3,6 +3,7 @@
 import json
 
 import bench_allocation
+import common
 import numpy as np
 import pytest
 from allocation_world import (
@@ -86,7 +87,7 @@ def test_over_the_worlds_pairs_each_seed_s_world_mean_against_the_rule():
 
     rows = [row("a", "q_cvu", [1.0, 0.0, 1.0]), row("b", "q_cvu", [0.0, 0.0, 1.0]),
             row("a", "mv_greedy", [0.0, 0.0, 1.0]), row("b", "mv_greedy", [0.0, 1.0, 0.0])]
-    over = bench_allocation.over_worlds(rows)
+    over = common.over_worlds(rows)
     # per seed: q_cvu 0.5, 0, 1; mv_greedy 0, 0.5, 0.5; differences −0.5, +0.5, −0.5
     d = np.array([-0.5, 0.5, -0.5])
     half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / np.sqrt(3)
