@@ -1,4 +1,4 @@
-"""`bayes-s2r fit`, `decide` and `report`: the toolkit on a user's own ledger.
+"""`bayes-s2r prior`, `fit`, `decide` and `report`: the toolkit on a user's own ledger.
 
 Registered on the root `app` of `bayes_s2r.cli`. Heavy imports stay inside the commands.
 """
@@ -16,7 +16,7 @@ from bayes_s2r.cli import _console, app
 from bayes_s2r.errors import InputError
 from bayes_s2r.vocab import RESOURCES, Budget, ResourceWeights
 
-__all__ = ["decide_command", "fit_command", "parse_resources", "report_command"]
+__all__ = ["decide_command", "fit_command", "parse_resources", "prior_command", "report_command"]
 
 
 def parse_resources(text: str, field: str, *, allowed=RESOURCES) -> dict[str, float]:
@@ -44,6 +44,33 @@ def parse_resources(text: str, field: str, *, allowed=RESOURCES) -> dict[str, fl
 LedgerOpt = Annotated[Path, typer.Option("--ledger", help="The ledger's SQLite file.", show_default=False)]
 CandidatesOpt = Annotated[Path, typer.Option("--candidates", help="Candidates TOML file.", show_default=False)]
 MethodOpt = Annotated[str, typer.Option(help="Gain posterior: nuts (exact) or svi (fast).")]
+PriorOpt = Annotated[Path | None, typer.Option(
+    "--prior", help="JSON file of GainPrior fields (as `bayes-s2r prior --out` writes; default: the "
+                    "library's prior).", show_default=False)]
+
+
+def _read_prior(path: Path | None):
+    """The GainPrior of a `--prior` JSON file (None: the library's default)."""
+    if path is None:
+        return None
+    import dataclasses
+
+    from bayes_s2r.models.gains import GainPrior
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise InputError("--prior", str(path), f"a readable JSON file of GainPrior fields ({e})") from None
+    if not isinstance(data, dict):
+        raise InputError("--prior", str(path), "a JSON object of GainPrior fields")
+    known = {f.name for f in dataclasses.fields(GainPrior)}
+    for key in data:
+        if key not in known:
+            raise InputError(f"prior.{key}", data[key], f"a field among {sorted(known)}", where=f"--prior {path}")
+    try:
+        return GainPrior(**data)
+    except InputError as e:
+        raise InputError(e.field, e.value, e.expected, where=f"--prior {path}") from None
 
 
 def _side_tables(path: Path) -> dict:
@@ -77,12 +104,12 @@ def _open_evidence(ledger_path: Path, candidates_path: Path):
     return records, candidates
 
 
-def _fit(records, candidates, method: str, seed: int):
+def _fit(records, candidates, method: str, seed: int, prior=None):
     from bayes_s2r.belief import fit_exec_risk, fit_gains
 
     if method not in ("nuts", "svi"):
         raise InputError("--method", method, "nuts or svi")
-    belief = fit_gains(records, candidates, method=method, seed=seed)
+    belief = fit_gains(records, candidates, method=method, seed=seed, **({"prior": prior} if prior else {}))
     risk = fit_exec_risk(records, candidates)
     return belief, risk
 
@@ -97,12 +124,14 @@ def fit_command(
     ledger: LedgerOpt,
     candidates: CandidatesOpt,
     method: MethodOpt = "nuts",
+    prior: PriorOpt = None,
     seed: Annotated[int, typer.Option(help="Seed of the fit.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Fit the belief to a ledger: gains with intervals, diagnostics, execution-risk bounds."""
+    gain_prior = _read_prior(prior)
     records, cands = _open_evidence(ledger, candidates)
-    belief, risk = _fit(records, cands, method, seed)
+    belief, risk = _fit(records, cands, method, seed, gain_prior)
     summary = belief.summary()
     risk_table = risk.table(0.05)
     if as_json:
@@ -130,6 +159,7 @@ def decide_command(
              "(default: the [weights] table of the candidates file, else the package defaults).",
         show_default=False)] = None,
     method: MethodOpt = "nuts",
+    prior: PriorOpt = None,
     alpha_exec: Annotated[float, typer.Option(help="Execution-risk level of the gate.")] = 0.05,
     delta: Annotated[float, typer.Option(help="One minus the confidence of the bounds.")] = 0.05,
     beta: Annotated[float, typer.Option(help="Weight of the look-ahead value CVU in Q.")] = 1.0,
@@ -149,6 +179,7 @@ def decide_command(
     from bayes_s2r.evidence.io import load_candidates
 
     load_candidates(candidates)  # a missing or malformed file is named before anything else
+    gain_prior = _read_prior(prior)
     if utility not in UTILITIES:
         raise InputError("--utility", utility, " or ".join(UTILITIES))
     tables = _side_tables(candidates)
@@ -164,7 +195,7 @@ def decide_command(
     else:
         w = _weights_table(tables.get("weights", {}), f"{candidates}: weights")
     records, cands = _open_evidence(ledger, candidates)
-    belief, risk = _fit(records, cands, method, seed)
+    belief, risk = _fit(records, cands, method, seed, gain_prior)
     d = decide(belief, cands, b, w, risk=risk, alpha_exec=alpha_exec, delta=delta, beta=beta,
                cvu_samples=cvu_samples, seed=seed, utility=utility, allow_bad_belief=True,
                lookahead_depth=lookahead_depth)
@@ -182,6 +213,37 @@ def decide_command(
     if not belief.diagnostics["ok"]:
         console.print(f"[bold]warning:[/] the belief failed its diagnostics ({belief.diagnostics['reason']})")
     console.print(d.text())
+
+
+@app.command("prior")
+def prior_command(
+    past: Annotated[list[Path], typer.Argument(help="Ledgers of past campaigns (one campaign each).",
+                                               show_default=False)],
+    out: Annotated[Path | None, typer.Option(help="Write the chosen prior's fields here (JSON), for "
+                                                  "`fit --prior` and `decide --prior`.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """Choose the gains prior's candidate level from past campaigns (`fit_gain_prior`)."""
+    import dataclasses
+
+    from bayes_s2r.belief import fit_gain_prior
+    from bayes_s2r.evidence.ledger import Ledger
+
+    histories = []
+    for path in past:
+        if not Path(path).is_file():
+            raise InputError("PAST", str(path), "an existing ledger file")
+        with Ledger(path, create=False) as ledger:
+            histories.append(ledger.records())
+    fit = fit_gain_prior(histories)
+    fields = dataclasses.asdict(fit.prior)
+    if out is not None:
+        Path(out).write_text(json.dumps(fields, indent=1) + "\n")
+    if as_json:
+        typer.echo(json.dumps({"prior": fields, "effects": fit.effects, "at_grid_edge": fit.at_grid_edge,
+                               "log_bayes_factor_vs_normal": fit.best_minus_normal}, indent=1))
+        return
+    _console().print(fit.text() + (f"\nwritten to {out}" if out is not None else ""))
 
 
 @app.command("report")

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 import bayes_s2r.cli_campaign
 import bayes_s2r.cli_decide  # noqa: F401  (registers the commands on the app)
+from bayes_s2r.belief import fit_gain_prior as bs_fit_gain_prior
 from bayes_s2r.cli import app
 from bayes_s2r.evidence.ledger import Ledger
 from bayes_s2r.evidence.records import PairedEval
@@ -139,7 +140,43 @@ def test_decide_table_with_budget_and_weights(example_ledger):
     assert "unaffordable" in line
 
 
+def test_prior_from_past_ledgers_then_fit_with_it(example_ledger, tmp_path, monkeypatch):
+    past = []
+    for i, (treated, control) in enumerate([(48, 0), (0, 0), (1, 47), (47, 2)]):
+        path = tmp_path / f"past{i}.sqlite"
+        with Ledger(path) as ledger:
+            ledger.add_many([PairedEval("fix", treated, 48, control, 48), PairedEval("other", 2, 48, 1, 48)])
+        past.append(str(path))
+    out = tmp_path / "prior.json"
+    result = CliRunner().invoke(app, ["prior", *past, "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    assert printed["effects"] == 8 and printed["prior"] == json.loads(out.read_text())
+    expected = bs_fit_gain_prior([Ledger(p, create=False).records() for p in past]).prior
+    assert printed["prior"]["candidate_scale"] == expected.candidate_scale
+    assert printed["prior"]["candidate_df"] == expected.candidate_df
+    text = CliRunner().invoke(app, ["prior", *past])
+    assert text.exit_code == 0 and "team gain prior from 8 past effects" in text.stdout
+    # the file reaches the fit
+    import bayes_s2r.belief
+
+    seen = []
+    real_fit = bayes_s2r.belief.fit_gains
+    monkeypatch.setattr(bayes_s2r.belief, "fit_gains", lambda *a, **k: seen.append(k.get("prior")) or real_fit(*a, **k))
+    result = CliRunner().invoke(app, ["fit", "--ledger", str(example_ledger), "--candidates", EXAMPLE_TOML,
+                                      "--method", "svi", "--prior", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    assert seen == [expected]
+
+
 @pytest.mark.parametrize("args, message", [
+    (["prior", "{tmp}/missing.sqlite"], "PAST='{tmp}/missing.sqlite': expected an existing ledger file"),
+    (["prior", "{empty}"], "histories='no PairedEval records'"),
+    (["fit", "--ledger", "{one}", "--candidates", EXAMPLE_TOML, "--prior", "{tmp}/none.json"], "--prior="),
+    (["fit", "--ledger", "{one}", "--candidates", EXAMPLE_TOML, "--prior", "{badfield}"],
+     "--prior {badfield}: prior.scale=2: expected a field among"),
+    (["decide", "--ledger", "{one}", "--candidates", EXAMPLE_TOML, "--prior", "{badvalue}"],
+     "--prior {badvalue}: prior.candidate_scale=-1: expected a finite number >= 0"),
     (["decide", "--ledger", "{tmp}/missing.sqlite", "--candidates", EXAMPLE_TOML],
      "expected an existing ledger file"),
     (["decide", "--ledger", "{empty}", "--candidates", EXAMPLE_TOML],
@@ -170,7 +207,10 @@ def test_input_errors_exit_2_naming_the_field(tmp_path, args, message):
     Ledger(empty).close()
     with Ledger(one) as ledger:
         ledger.add(PairedEval("dr_narrow", 30, 50, 25, 50))
-    subs = {"tmp": str(tmp_path), "empty": str(empty), "one": str(one)}
+    (tmp_path / "badfield.json").write_text('{"scale": 2}')
+    (tmp_path / "badvalue.json").write_text('{"candidate_scale": -1}')
+    subs = {"tmp": str(tmp_path), "empty": str(empty), "one": str(one),
+            "badfield": str(tmp_path / "badfield.json"), "badvalue": str(tmp_path / "badvalue.json")}
     result = CliRunner().invoke(app, [a.format(**subs) for a in args])
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
