@@ -6,6 +6,14 @@ Brax. Worlds wrap Brax's `inverted_pendulum` (generalized backend) with explicit
 (world structure, chunk shape).
 """
 
+import contextlib as _contextlib
+import sys as _sys
+
+# mujoco.mjx prints to stdout when its optional GPU backend (warp) is missing; import it here
+# with stdout sent to stderr, so that commands and benchmarks printing JSON stay parseable.
+with _contextlib.redirect_stdout(_sys.stderr):
+    import mujoco.mjx  # noqa: F401
+
 from bayes_s2r.sim.interventions import (
     DEFAULTS,
     KINDS,

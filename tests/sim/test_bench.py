@@ -22,3 +22,14 @@ def test_bench_rollouts_smoke(tmp_path, compiled, world):
     assert row["envs"] == 8
     assert row["steps_per_s"] > 0 and row["mujoco_loop_steps_per_s"] > 0 and row["ratio"] > 0
     assert 0.0 <= row["success_rate"] <= 1.0
+
+
+def test_importing_the_testbed_and_brax_prints_nothing_on_stdout():
+    # mujoco.mjx announces its missing optional GPU backend on stdout; a benchmark's stdout
+    # must stay one JSON object
+    import subprocess
+    import sys
+
+    code = "import bayes_s2r.sim\nfrom brax.io import mjcf\nfrom brax.generalized import pipeline"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert proc.stdout == ""
