@@ -7,11 +7,12 @@ Brax. Worlds wrap Brax's `inverted_pendulum` (generalized backend) with explicit
 """
 
 import contextlib as _contextlib
-import sys as _sys
+import io as _io
 
-# mujoco.mjx prints to stdout when its optional GPU backend (warp) is missing; import it here
-# with stdout sent to stderr, so that commands and benchmarks printing JSON stay parseable.
-with _contextlib.redirect_stdout(_sys.stderr):
+# mujoco.mjx prints a notice when its optional GPU backend (warp) is missing, which this
+# CPU/JAX testbed does not use; import it here with that notice dropped, so that JSON on
+# stdout stays parseable and a command's one-line error on stderr stays one line.
+with _contextlib.redirect_stdout(_io.StringIO()):
     import mujoco.mjx  # noqa: F401
 
 from bayes_s2r.sim.interventions import (
