@@ -53,22 +53,14 @@ def _read_prior(path: Path | None):
     """The GainPrior of a `--prior` JSON file (None: the library's default)."""
     if path is None:
         return None
-    import dataclasses
-
-    from bayes_s2r.models.gains import GainPrior
+    from bayes_s2r.campaign.config import _gain_prior
 
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:
         raise InputError("--prior", str(path), f"a readable JSON file of GainPrior fields ({e})") from None
-    if not isinstance(data, dict):
-        raise InputError("--prior", str(path), "a JSON object of GainPrior fields")
-    known = {f.name for f in dataclasses.fields(GainPrior)}
-    for key in data:
-        if key not in known:
-            raise InputError(f"prior.{key}", data[key], f"a field among {sorted(known)}", where=f"--prior {path}")
     try:
-        return GainPrior(**data)
+        return _gain_prior(data, field="prior")
     except InputError as e:
         raise InputError(e.field, e.value, e.expected, where=f"--prior {path}") from None
 

@@ -87,8 +87,8 @@ def _gap_sentence(over: dict) -> str:
 
 
 def _prior_sentence(data: dict) -> str:
-    fits = data["settings"].get("gain_prior", {}).get("per_world") if isinstance(
-        data["settings"].get("gain_prior"), dict) else None
+    prior = data["settings"].get("gain_prior")
+    fits = prior.get("per_world") if isinstance(prior, dict) else None
     if not fits:
         return ""
     chosen = sorted({(f["prior"]["candidate_scale"], f["prior"]["candidate_df"]) for f in fits.values()},

@@ -28,19 +28,19 @@ def _count(field: str, value: Any, minimum: int) -> int:
     return value
 
 
-def _gain_prior(value: Any):
-    """A `GainPrior` from itself or from a mapping of its fields (as stored in the ledger)."""
+def _gain_prior(value: Any, field: str = "config.fit_options.prior"):
+    """A `GainPrior` from itself or from a mapping of its fields (as stored in the ledger);
+    `field` names the input in errors."""
     from bayes_s2r.models.gains import GainPrior
 
     if isinstance(value, GainPrior):
         return value
     fields = {f.name for f in dataclasses.fields(GainPrior)}
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise InputError("config.fit_options.prior", value, "a GainPrior or a mapping of its fields")
+        raise InputError(field, value, "a GainPrior or a mapping of its fields")
     unknown = sorted(set(value) - fields)
     if unknown:
-        raise InputError(f"config.fit_options.prior.{unknown[0]}", value[unknown[0]],
-                         f"a field among {sorted(fields)}")
+        raise InputError(f"{field}.{unknown[0]}", value[unknown[0]], f"a field among {sorted(fields)}")
     return GainPrior(**value)
 
 
