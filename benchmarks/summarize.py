@@ -69,21 +69,64 @@ def _paired(over: dict, k: str, what: str) -> str:
     return f"{k} {o[what + '_mean']:.3f}{ci}"
 
 
-def _gap_sentence(over: dict) -> str:
-    """The share of the gap from the best fixed recipe to the oracle that q_cvu closes, over the
-    worlds, plain and restricted to what respects the safety gate (empty without the rows)."""
+def _gaps_closed(over: dict) -> list[tuple[str, str, float]]:
+    """(oracle, best recipe, share) for the gap from the best fixed recipe to `oracle` and from
+    the best recipe with no more unsafe episodes than q_cvu to `oracle_safe`, over the worlds
+    (a pair is left out without its rows)."""
     q = over["q_cvu"]
     recipes = [k for k in ("dr_only", "si_then_dr", "dr_then_ft") if k in over]
     out = []
-    for oracle, pool, label in (
-            ("oracle", recipes, "the best fixed recipe"),
-            ("oracle_safe", [k for k in recipes if over[k]["safety_violations"] <= q["safety_violations"]],
-             "the best recipe with no more unsafe episodes")):
+    for oracle, pool in (("oracle", recipes),
+                         ("oracle_safe", [k for k in recipes
+                                          if over[k]["safety_violations"] <= q["safety_violations"]])):
         share = common.gap_closed(q, [over[k] for k in pool], over.get(oracle), digits=None)
         if share is not None:
-            best = max(pool, key=lambda k: over[k]["final_J_mean"])
-            out.append(f"{share:.0%} of the gap from {label} ({best}) to `{oracle}`")
+            out.append((oracle, max(pool, key=lambda k: over[k]["final_J_mean"]), share))
+    return out
+
+
+def _gap_sentence(over: dict) -> str:
+    """The share of the gap from the best fixed recipe to the oracle that q_cvu closes, over the
+    worlds, plain and restricted to what respects the safety gate (empty without the rows)."""
+    label = {"oracle": "the best fixed recipe", "oracle_safe": "the best recipe with no more unsafe episodes"}
+    out = [f"{share:.0%} of the gap from {label[oracle]} ({best}) to `{oracle}`"
+           for oracle, best, share in _gaps_closed(over)]
     return (" It closes " + " and ".join(out) + ".") if out else ""
+
+
+def _budget(settings: dict) -> str:
+    text = f"real {settings['budget_real']:g} h"
+    if settings.get("pilot_episodes"):
+        text += f", pilots of {settings['pilot_episodes']} episodes"
+    if settings.get("lookahead_depth", 1) > 1:
+        text += f", look-ahead {settings['lookahead_depth']}"
+    return text
+
+
+def allocation_overview(tables: list[tuple[str, dict, dict | None]]) -> list[str]:
+    """One line per allocation table (name, data, library-prior companion or None), over the worlds."""
+    out = ["### Allocation quality at a glance", "",
+           ("Each line sums up one of the tables below over its worlds and seeds: mean true J_real of the "
+            "deployed policy; the best other non-oracle strategy, with the 95% paired interval of (it − q_cvu) "
+            "over seeds and its unsafe episodes per campaign; how many of the non-oracle strategies are below "
+            "the rule with an interval that excludes zero; and the share of the gap from the best fixed recipe "
+            "to `oracle` (in brackets: from the best recipe with no more unsafe episodes to `oracle_safe`) that "
+            "the rule closes."), "",
+           "| budget | q_cvu | unsafe | best other strategy | rivals below | gap closed | q_cvu, library prior |",
+           "|---|---|---|---|---|---|---|"]
+    for name, data, library in tables:
+        over = data["over_worlds"]
+        rivals = [k for k in data["settings"]["strategies"] if k not in ("q_cvu", "oracle", "oracle_safe")]
+        best = max(rivals, key=lambda k: over[k]["final_J_mean"])
+        below = sum(over[k]["final_J_ci_high"] < 0 for k in rivals)
+        gaps = dict((oracle, share) for oracle, _, share in _gaps_closed(over))
+        gap = (f"{gaps['oracle']:.0%}" if "oracle" in gaps else "—") + (
+            f" ({gaps['oracle_safe']:.0%})" if "oracle_safe" in gaps else "")
+        lib = f"{library['over_worlds']['q_cvu']['final_J_mean']:.3f}" if library else "—"
+        out.append(f"| {_budget(data['settings'])} | {over['q_cvu']['final_J_mean']:.3f} | "
+                   f"{over['q_cvu']['safety_violations']:.1f} | {_paired(over, best, 'final_J')}; "
+                   f"{over[best]['safety_violations']:.1f} | {below} of {len(rivals)} | {gap} | {lib} |")
+    return out + [""]
 
 
 def _prior_sentence(data: dict) -> str:
@@ -267,6 +310,10 @@ def summarize(folder: Path) -> str:
     lines = ["## Results", "",
              ("Measured with the commands shown; `python benchmarks/summarize.py --readme README.md` "
              "rewrites this section from `benchmarks/results/`."), ""]
+    tables = [(name, data, _load(folder, name + LIBRARY_PRIOR)) for name, _ in SECTIONS
+              if name.startswith("allocation") and (data := _load(folder, name)) and "over_worlds" in data]
+    if len(tables) > 1:
+        lines += allocation_overview(tables)
     for name, fn in SECTIONS:
         data = _load(folder, name)
         if data is None:

@@ -50,3 +50,20 @@ def test_an_allocation_table_reports_its_fitted_prior_and_the_library_prior_comp
     paragraph = text.split("Under the library's default prior")[1]
     assert (f"q_beta0 {cross['final_J_mean']:.3f} [{cross['final_J_ci_low']:+.3f}, "
             f"{cross['final_J_ci_high']:+.3f}]") in paragraph.split("under the library's (paired over seeds)")[1]
+
+    # with more than one allocation table, a line per table over the worlds heads the section
+    assert "at a glance" not in text
+    (tmp_path / "allocation_scarce.json").write_text((tmp_path / "allocation.json").read_text())
+    text = summarize.summarize(tmp_path)
+    over = fitted["over_worlds"]
+    best = max(("q_beta0", "dr_only"), key=lambda k: over[k]["final_J_mean"])
+    below = sum(over[k]["final_J_ci_high"] < 0 for k in ("q_beta0", "dr_only"))
+    line = (f"| real {fitted['settings']['budget_real']:g} h | {over['q_cvu']['final_J_mean']:.3f} | "
+            f"{over['q_cvu']['safety_violations']:.1f} | {best} {over[best]['final_J_mean']:.3f} "
+            f"[{over[best]['final_J_ci_low']:+.3f}, {over[best]['final_J_ci_high']:+.3f}]; "
+            f"{over[best]['safety_violations']:.1f} | {below} of 2 |")
+    glance = text.split("### Allocation quality at a glance")[1].split("### ")[0]
+    rows = [r for r in glance.splitlines() if r.startswith(line)]
+    assert len(rows) == 2  # the companion's q_cvu ends the line of the table that has one
+    assert rows[0].endswith(f"| {library['over_worlds']['q_cvu']['final_J_mean']:.3f} |")
+    assert rows[1].endswith("| — |")
