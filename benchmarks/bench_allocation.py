@@ -15,7 +15,9 @@ Per (world, strategy) row: final J_real of the deployed policy (true value from 
 mean over seeds) with a 95% paired t-interval over seeds of final_J(strategy) −
 final_J(q_cvu), the budget spent per resource (mean), execution-safety violations (unsafe
 robot episodes while executing candidates, mean per campaign), the share of campaigns whose
-deployment check passed, and the regret against the oracle (mean over seeds of
+deployment check passed, the toolkit's rules' own flip probability of their choices (1 − the
+posterior probability that the chosen candidate is the best; the first choice and the later
+ones), and the regret against the oracle (mean over seeds of
 final_J(oracle) − final_J(strategy)) and against `oracle_safe`, the oracle held to the
 toolkit's safety gate (on worlds where only robot-executed candidates reach J = 1 and the gate
 refuses them, the plain oracle and the recipes get there with unsafe episodes that a rule
@@ -56,6 +58,8 @@ from allocation_world import (
 from bayes_s2r.campaign import STRATEGY_IDS, CampaignConfig
 
 ORACLES = ("oracle", "oracle_safe")
+#: The strategies whose choice is `bayes_s2r.decide`'s, with its flip probability.
+TOOLKIT_RULES = ("q_cvu", "q_beta0")
 RESOURCES = ("real", "compute", "eng")
 
 #: The team's prices λ0 (J points per unit): one robot-hour is worth 2 points of success rate,
@@ -70,8 +74,8 @@ PRICES = {"real": 0.02, "compute": 0.05, "eng": 0.005}
 #: campaigns before brings their evidence: by default ("history") each world's prior is the
 #: one `bayes_s2r.fit_gain_prior` chooses from one past campaign on each of the other worlds
 #: (the world itself never informs its own prior), shared by every belief-based strategy.
-#: On these worlds that is a Student-t candidate level (ν = 2) of scale 8, at the edge of the
-#: scales searched: an intervention either fixes the failure or does not. `--gain-prior '{}'`
+#: On these worlds that is a Student-t candidate level (ν = 2) at the largest scale searched
+#: (4): an intervention either fixes the failure or does not. `--gain-prior '{}'`
 #: runs the library's default `GainPrior` instead (normal candidate level of scale 2); the
 #: README reports each table under both.
 TEAM_GAIN_PRIOR = "history"
@@ -140,12 +144,14 @@ def run_campaign_once(table, world: str, strategy: str, seed: int, args) -> dict
     config = _config(args, seed, args.gain_prior if fitted is None else fitted["prior"])
     chooser = make_chooser(strategy, true_gains=executor.true_gains)
     unsafe = [0]
-    chosen = []
+    chosen, flips = [], []
 
     def on_round(report):
         if report.execution is not None:
             kept = report.execution.policy is not None and not report.adopted  # a diagnosis deploys nothing
             chosen.append(report.decision.best + ("(kept)" if kept else ""))
+            # the toolkit's rules choose what `decide` chose; the others' choices have no flip probability
+            flips.append(float(report.decision.flip_probability) if strategy in TOOLKIT_RULES else float("nan"))
             unsafe[0] += sum(r.unsafe for r in report.execution.records if isinstance(r, ExecutionOutcome))
 
     with Ledger(":memory:") as ledger:
@@ -160,8 +166,14 @@ def run_campaign_once(table, world: str, strategy: str, seed: int, args) -> dict
         "final_J": table.J(world, TableExecutor.lineage(state.policy, memory)),
         "spent": {r: getattr(config.budget, r) - getattr(state.budget, r) for r in RESOURCES},
         "unsafe": unsafe[0], "passes": bool(deployment["passes"]), "stop": deployment["stop_reason"],
-        "path": chosen,
+        "path": chosen, "flips": flips,
     }
+
+
+def _mean_finite(groups) -> float | None:
+    """Mean of the finite values of all groups (None when there are none)."""
+    values = [v for g in groups for v in g if np.isfinite(v)]
+    return round(float(np.mean(values)), 4) if values else None
 
 
 def summarize(world: str, runs: dict[str, list[dict]]) -> list[dict]:
@@ -185,6 +197,8 @@ def summarize(world: str, runs: dict[str, list[dict]]) -> list[dict]:
             "deploy_pass_rate": round(float(np.mean([x["passes"] for x in rs])), 3),
             "regret_vs_oracle": None if orc is None else round(float((orc - J).mean()), 4),
             "regret_vs_oracle_safe": None if safe is None else round(float((safe - J).mean()), 4),
+            "flip_probability_first": _mean_finite(x["flips"][:1] for x in rs),
+            "flip_probability_later": _mean_finite(x["flips"][1:] for x in rs),
             "paths": [" > ".join(x["path"]) or "(none)" for x in rs[:3]],
             "final_J_by_seed": [round(float(x), 4) for x in J],
             "net_utility_by_seed": [round(float(x), 4) for x in net],

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 import common
+from bayes_s2r.models.gains import GainPrior
 
 HERE = Path(__file__).resolve().parent
 
@@ -40,6 +41,8 @@ COMMANDS = {
     "decide": "python benchmarks/bench_decide.py --full --out benchmarks/results/decide.json",
     "fit": "python benchmarks/bench_fit.py --out benchmarks/results/fit.json",
     "sbc_gains": "python benchmarks/sbc_gains.py --out benchmarks/results/sbc_gains.json",
+    "sbc_gains_team_prior": ("python benchmarks/sbc_gains.py --prior '{\"candidate_scale\": 4, \"candidate_df\": 2}' "
+                             "--out benchmarks/results/sbc_gains_team_prior.json"),
     "rollouts": ("python benchmarks/bench_rollouts.py --envs 256 1024 4096 --steps 200 --mujoco-envs 64 "
                  "--out benchmarks/results/rollouts.json"),
     "scaling": "python benchmarks/bench_scaling.py --devices 1,2,4 --out benchmarks/results/scaling.json",
@@ -103,6 +106,14 @@ def _budget(settings: dict) -> str:
     return text
 
 
+def _flips(rows: list[dict]) -> str:
+    """q_cvu's mean flip probability over the worlds, first choice / later ones ("—" where not recorded)."""
+    def mean(field):
+        values = [r[field] for r in rows if r["strategy"] == "q_cvu" and r.get(field) is not None]
+        return f"{sum(values) / len(values):.2f}" if values else "—"
+    return f"{mean('flip_probability_first')} / {mean('flip_probability_later')}"
+
+
 def allocation_overview(tables: list[tuple[str, dict, dict | None]]) -> list[str]:
     """One line per allocation table (name, data, library-prior companion or None), over the worlds."""
     out = ["### Allocation quality at a glance", "",
@@ -111,21 +122,26 @@ def allocation_overview(tables: list[tuple[str, dict, dict | None]]) -> list[str
             "over seeds and its unsafe episodes per campaign; how many of the non-oracle strategies are below "
             "the rule with an interval that excludes zero; and the share of the gap from the best fixed recipe "
             "to `oracle` (in brackets: from the best recipe with no more unsafe episodes to `oracle_safe`) that "
-            "the rule closes."), "",
-           "| budget | q_cvu | unsafe | best other strategy | rivals below | gap closed | q_cvu, library prior |",
-           "|---|---|---|---|---|---|---|"]
+            "the rule closes. The flip probability is the rule's own account of how close its call was "
+            "(1 − the posterior probability that its choice is the best), for its first choice and its later "
+            "ones, averaged over the worlds; a value near 1 − 1/k says that the belief cannot tell k candidates "
+            "apart."), "",
+           ("| budget | q_cvu | unsafe | best other strategy | rivals below | gap closed | flip probability "
+            "(first / later) | q_cvu, library prior |"),
+           "|---|---|---|---|---|---|---|---|"]
     for name, data, library in tables:
         over = data["over_worlds"]
         rivals = [k for k in data["settings"]["strategies"] if k not in ("q_cvu", "oracle", "oracle_safe")]
         best = max(rivals, key=lambda k: over[k]["final_J_mean"])
         below = sum(over[k]["final_J_ci_high"] < 0 for k in rivals)
-        gaps = dict((oracle, share) for oracle, _, share in _gaps_closed(over))
+        gaps = {oracle: share for oracle, _, share in _gaps_closed(over)}
         gap = (f"{gaps['oracle']:.0%}" if "oracle" in gaps else "—") + (
             f" ({gaps['oracle_safe']:.0%})" if "oracle_safe" in gaps else "")
         lib = f"{library['over_worlds']['q_cvu']['final_J_mean']:.3f}" if library else "—"
         out.append(f"| {_budget(data['settings'])} | {over['q_cvu']['final_J_mean']:.3f} | "
                    f"{over['q_cvu']['safety_violations']:.1f} | {_paired(over, best, 'final_J')}; "
-                   f"{over[best]['safety_violations']:.1f} | {below} of {len(rivals)} | {gap} | {lib} |")
+                   f"{over[best]['safety_violations']:.1f} | {below} of {len(rivals)} | {gap} | "
+                   f"{_flips(data['results'])} | {lib} |")
     return out + [""]
 
 
@@ -159,6 +175,18 @@ def _library_prior(data: dict, library: dict, name: str) -> list[str]:
                                         for k in ls["strategies"]) + "." + _gap_sentence(over)
              + " The toolkit's rule under the fitted prior against each other strategy under the library's "
              "(paired over seeds): " + ", ".join(_paired(cross, k, "final_J") for k in rivals) + "."), ""]
+
+
+def _worlds_at_the_ceiling(data: dict, tol: float = 0.01) -> list[str]:
+    """Worlds where a non-oracle strategy other than q_cvu has a mean J within `tol` of
+    oracle_safe's (or above it): the ceiling a rule respecting the safety gate can reach."""
+    out = []
+    for world in data["settings"]["worlds"]:
+        rows = {r["strategy"]: r["final_J_mean"] for r in data["results"] if r["world"] == world}
+        rivals = [v for k, v in rows.items() if k not in ("q_cvu", "oracle", "oracle_safe")]
+        if "oracle_safe" in rows and rivals and max(rivals) >= rows["oracle_safe"] - tol:
+            out.append(world)
+    return out
 
 
 def allocation(data: dict, name: str = "allocation", title: str = "Allocation quality",
@@ -197,6 +225,10 @@ def allocation(data: dict, name: str = "allocation", title: str = "Allocation qu
                               if r["world"] == w and r["strategy"] == "q_cvu") for w in s["worlds"]}
             out[-1] += (" `oracle_safe` knows the true gains but keeps to the same safety gate; the toolkit's "
                         "regret against it: " + ", ".join(f"{w} {v:.2f}" for w, v in regret.items()) + ".")
+            capped = _worlds_at_the_ceiling(data)
+            out[-1] += (f" On {len(capped)} of {len(checks)} worlds some other non-oracle strategy already "
+                        "reaches `oracle_safe`'s mean J (within 0.01)" + (f" ({', '.join(capped)})" if capped else "")
+                        + ": there, beating every rival means beating an oracle that knows the true gains.")
         over = data["over_worlds"]  # per-seed world means, paired against q_cvu over seeds
         rivals = [k for k in strategies if k != "q_cvu" and k not in ("oracle", "oracle_safe")]
         below = sum(over[k]["final_J_ci_high"] < 0 for k in rivals)
@@ -213,7 +245,12 @@ def allocation(data: dict, name: str = "allocation", title: str = "Allocation qu
 
 
 def allocation_scarce(data: dict, library: dict | None = None) -> list[str]:
-    return allocation(data, "allocation_scarce", "Allocation quality on a scarce budget", library=library)
+    note = ("Robot time for two tries and no pilots: no strategy learns anything about an adaptation before it "
+            "runs it. The rule's belief then barely tells the adaptations apart (its flip probability, in the "
+            "overview above), so the order of the two tries is close to a coin flip for it, and a strategy whose "
+            "fixed or cost-based order happens to suit this set of worlds can come out ahead. The next table "
+            "adds what the rule would buy to break that tie.")
+    return allocation(data, "allocation_scarce", "Allocation quality on a scarce budget", note, library)
 
 
 def allocation_scarce_pilots(data: dict, library: dict | None = None) -> list[str]:
@@ -272,13 +309,33 @@ def fit(data: dict) -> list[str]:
     return out + [""]
 
 
-def sbc(data: dict) -> list[str]:
-    s = data["settings"]
+def _calibration(data: dict) -> str:
     r = next(x for x in data["results"] if x["name"] == "all")
-    out = _head("sbc_gains", "Calibration of the gains model", data)
     lo, hi = r["band"]
-    out += [(f"{s['datasets']} datasets drawn from the model's prior, {r['intervals']} central 90% intervals: "
-            f"coverage {r['coverage']:.1%} (acceptance band {lo:.1%}–{hi:.1%}; target 85–95%)."), ""]
+    return (f"{data['settings']['datasets']} datasets drawn from the model's prior, {r['intervals']} central 90% "
+            f"intervals: coverage {r['coverage']:.1%} (acceptance band {lo:.1%}–{hi:.1%}; target 85–95%); "
+            f"rank uniformity test p = {r['rank_test']['p_value']:.2f}; divergent transitions: {r['divergences']}")
+
+
+def _fitted_priors(allocation: dict | None) -> set[tuple[float, float | None]]:
+    """The (candidate_scale, candidate_df) pairs an allocation table fitted per world."""
+    prior = (allocation or {}).get("settings", {}).get("gain_prior")
+    fits = prior.get("per_world", {}) if isinstance(prior, dict) else {}
+    return {(f["prior"]["candidate_scale"], f["prior"]["candidate_df"]) for f in fits.values()}
+
+
+def sbc(data: dict, team: dict | None = None, allocation: dict | None = None) -> list[str]:
+    """Calibration under the library's prior and, with `team`, under a heavy-tailed team prior
+    (said to be the allocation tables' when `allocation` fitted that one)."""
+    out = _head("sbc_gains", "Calibration of the gains model", data)
+    out += [f"Under the library's default prior: {_calibration(data)}.", ""]
+    if team is not None:
+        prior = GainPrior(**team["settings"]["prior"])
+        df = "normal" if prior.candidate_df is None else f"Student-t ν = {prior.candidate_df:g}"
+        fitted = (prior.candidate_scale, prior.candidate_df) in _fitted_priors(allocation)
+        out += [(f"Under a team prior with candidate level scale {prior.candidate_scale:g}, {df}"
+                 + (" (the one fitted for the allocation tables)" if fitted else "")
+                 + f" (`{COMMANDS['sbc_gains_team_prior']}`, {_machine(team)}): {_calibration(team)}."), ""]
     return out
 
 
@@ -318,8 +375,12 @@ def summarize(folder: Path) -> str:
         data = _load(folder, name)
         if data is None:
             continue
-        library = _load(folder, name + LIBRARY_PRIOR) if name.startswith("allocation") else None
-        lines += fn(data, library=library) if library is not None else fn(data)
+        if name.startswith("allocation") and (library := _load(folder, name + LIBRARY_PRIOR)):
+            lines += fn(data, library=library)
+        elif name == "sbc_gains":
+            lines += fn(data, team=_load(folder, "sbc_gains_team_prior"), allocation=_load(folder, "allocation"))
+        else:
+            lines += fn(data)
     return "\n".join(lines).rstrip() + "\n"
 
 

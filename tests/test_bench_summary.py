@@ -67,3 +67,39 @@ def test_an_allocation_table_reports_its_fitted_prior_and_the_library_prior_comp
     assert len(rows) == 2  # the companion's q_cvu ends the line of the table that has one
     assert rows[0].endswith(f"| {library['over_worlds']['q_cvu']['final_J_mean']:.3f} |")
     assert rows[1].endswith("| — |")
+    flips = [r["flip_probability_first"] for r in fitted["results"] if r["strategy"] == "q_cvu"]
+    assert f"| {sum(flips) / len(flips):.2f} / " in rows[0]  # the rule's first-choice flip probability
+
+
+def test_calibration_under_the_team_prior_names_the_prior_the_allocation_tables_fitted(tmp_path):
+    def sbc(coverage, p, divergences, prior=None):
+        row = {"name": "all", "intervals": 1600, "coverage": coverage, "band": [0.864, 0.934],
+               "rank_test": {"p_value": p}, "divergences": divergences}
+        settings = {"datasets": 100, **({"prior": prior} if prior else {})}
+        return {"benchmark": "sbc_gains", "machine": {"cores": 2, "backend": "cpu"}, "settings": settings,
+                "results": [row]}
+
+    (tmp_path / "sbc_gains.json").write_text(json.dumps(sbc(0.902, 0.27, 1)))
+    text = summarize.summarize(tmp_path)
+    assert "coverage 90.2%" in text and "p = 0.27; divergent transitions: 1." in text
+    assert "team prior" not in text
+    team = sbc(0.892, 0.076, 2, {"candidate_scale": 4, "candidate_df": 2})
+    (tmp_path / "sbc_gains_team_prior.json").write_text(json.dumps(team))
+    line = next(x for x in summarize.summarize(tmp_path).splitlines() if x.startswith("Under a team prior"))
+    assert "scale 4, Student-t ν = 2 (`" in line and "coverage 89.2%" in line and "p = 0.08" in line
+    fits = {w: {"prior": {"candidate_scale": 4.0, "candidate_df": 2.0}} for w in ("a", "b")}
+    allocation = {"settings": {"gain_prior": {"per_world": fits}}}
+    assert "(the one fitted for the allocation tables)" in "".join(summarize.sbc(sbc(0.902, 0.27, 1), team, allocation))
+    fits["b"]["prior"]["candidate_scale"] = 2.0
+    fits["a"]["prior"]["candidate_scale"] = 8.0
+    assert "fitted for the allocation" not in "".join(summarize.sbc(sbc(0.902, 0.27, 1), team, allocation))
+
+
+def test_worlds_where_a_rival_already_reaches_the_safe_oracle_are_named():
+    means = {"w1": {"q_cvu": 0.9, "dr_only": 1.0, "oracle": 1.0, "oracle_safe": 1.0},
+             "w2": {"q_cvu": 0.9, "dr_only": 0.5, "oracle": 1.0, "oracle_safe": 0.9},
+             "w3": {"q_cvu": 0.4, "dr_only": 0.995, "oracle": 1.0, "oracle_safe": 1.0}}
+    data = {"settings": {"worlds": list(means)},
+            "results": [{"world": w, "strategy": k, "final_J_mean": v} for w, m in means.items() for k, v in m.items()]}
+    # q_cvu itself and the oracles do not count; within 0.01 of oracle_safe does
+    assert summarize._worlds_at_the_ceiling(data) == ["w1", "w3"]

@@ -73,6 +73,9 @@ def test_the_other_settings_of_the_base_prior_are_kept():
                           candidate_scales=[0.5, 1.0, 2.0])
     assert huge.prior.candidate_scale == 2.0 and huge.at_grid_edge and "edge" in huge.text()
     assert not fit_gain_prior([[PairedEval("a", 30, 48, 20, 48)]], candidate_scales=[0.1, 1.0, 9.0]).at_grid_edge
+    # the default grid stops at 4 logits, where NUTS still calibrates (see the module docstring)
+    capped = fit_gain_prior([[PairedEval("a", 48, 48, 0, 48)], [PairedEval("b", 0, 48, 48, 48)]])
+    assert capped.prior.candidate_scale == 4.0 and capped.at_grid_edge
 
 
 @pytest.mark.parametrize("kwargs, field", [

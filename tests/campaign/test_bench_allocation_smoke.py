@@ -49,6 +49,12 @@ def test_smoke_prints_the_agreed_schema(tmp_path, capsys):
         assert r["final_J_ci_low"] <= r["final_J_ci_high"]
         assert 0.0 <= r["deploy_pass_rate"] <= 1.0
     for r in rows:
+        # a flip probability only where the choice is the toolkit's decision
+        first, later = r["flip_probability_first"], r["flip_probability_later"]
+        if r["strategy"] in bench_allocation.TOOLKIT_RULES:
+            assert 0.0 <= first <= 1.0 and (later is None or 0.0 <= later <= 1.0)
+        else:
+            assert first is None and later is None
         if r["strategy"] == "q_cvu":
             assert r["final_J_ci_low"] == r["final_J_ci_high"] == 0.0
         if r["strategy"] == "oracle":
