@@ -230,6 +230,7 @@ def allocation(data: dict, name: str = "allocation", title: str = "Allocation qu
                         "reaches `oracle_safe`'s mean J (within 0.01)" + (f" ({', '.join(capped)})" if capped else "")
                         + ": there, beating every rival means beating an oracle that knows the true gains.")
         over = data["over_worlds"]  # per-seed world means, paired against q_cvu over seeds
+        companion = _library_prior(data, library, name) if library else []
         rivals = [k for k in strategies if k != "q_cvu" and k not in ("oracle", "oracle_safe")]
         below = sum(over[k]["final_J_ci_high"] < 0 for k in rivals)
         out += ["", ("Over the worlds (each seed's mean over the worlds; in brackets the 95% paired interval "
@@ -238,10 +239,12 @@ def allocation(data: dict, name: str = "allocation", title: str = "Allocation qu
                                  for k in strategies)
                      + f". Over the worlds the toolkit's rule is above {below} of the {len(rivals)} non-oracle "
                      "strategies with a paired interval that excludes zero." + _gap_sentence(over)),
+                "", "<details><summary>Net utility" + (", and the same table under the library's default prior"
+                                                        if companion else "") + "</summary>",
                 "", ("Net utility (final J − λ0·spent, what the rule maximises), the same way: "
-                     + ", ".join(_paired(over, k, "net_utility") for k in strategies) + ".")]
-    out += [""] + (_library_prior(data, library, name) if library else [])
-    return out
+                     + ", ".join(_paired(over, k, "net_utility") for k in strategies) + "."),
+                ""] + companion + ["</details>"]
+    return out + [""]
 
 
 def allocation_scarce(data: dict, library: dict | None = None) -> list[str]:
