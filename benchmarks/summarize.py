@@ -189,6 +189,30 @@ def _worlds_at_the_ceiling(data: dict, tol: float = 0.01) -> list[str]:
     return out
 
 
+def _per_strategy(data: dict) -> list[str]:
+    """Per strategy, the means over the worlds of what each row reports besides J."""
+    worlds = data["settings"]["worlds"]
+    out = [f"Per strategy, the mean over the {len(worlds)} worlds of each world's mean over seeds:", "",
+           ("| strategy | final J | spent real h | spent compute | spent eng h | unsafe episodes per campaign "
+            "| deployment check passed | regret vs oracle | regret vs oracle_safe |"), "|---" * 9 + "|"]
+    for k in data["settings"]["strategies"]:
+        rows = [r for r in data["results"] if r["strategy"] == k]
+
+        def mean(get, rows=rows):
+            values = [get(r) for r in rows]
+            return None if any(v is None for v in values) else sum(values) / len(values)
+
+        cells = [mean(lambda r: r["final_J_mean"]), *(mean(lambda r, x=x: r["spent"][x]) for x in
+                                                      ("real", "compute", "eng")),
+                 mean(lambda r: r["safety_violations"]), mean(lambda r: r["deploy_pass_rate"]),
+                 mean(lambda r: r["regret_vs_oracle"]), mean(lambda r: r.get("regret_vs_oracle_safe"))]
+        formats = ("{:.2f}", "{:.2f}", "{:.3f}", "{:.1f}", "{:.1f}", "{:.0%}", "{:.2f}", "{:.2f}")
+        text = ["—" if v is None else f.format(v) for f, v in zip(formats, cells)]
+        text = [t[1:] if t.startswith("-") and not t.strip("-0.%") else t for t in text]  # "-0.00" -> "0.00"
+        out.append(f"| {k} | " + " | ".join(text) + " |")
+    return out + [""]
+
+
 def allocation(data: dict, name: str = "allocation", title: str = "Allocation quality",
                note: str | None = None, library: dict | None = None) -> list[str]:
     s = data["settings"]
@@ -243,7 +267,7 @@ def allocation(data: dict, name: str = "allocation", title: str = "Allocation qu
                                                         if companion else "") + "</summary>",
                 "", ("Net utility (final J − λ0·spent, what the rule maximises), the same way: "
                      + ", ".join(_paired(over, k, "net_utility") for k in strategies) + "."),
-                ""] + companion + ["</details>"]
+                ""] + _per_strategy(data) + companion + ["</details>"]
     return out + [""]
 
 

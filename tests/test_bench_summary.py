@@ -51,6 +51,15 @@ def test_an_allocation_table_reports_its_fitted_prior_and_the_library_prior_comp
     assert (f"q_beta0 {cross['final_J_mean']:.3f} [{cross['final_J_ci_low']:+.3f}, "
             f"{cross['final_J_ci_high']:+.3f}]") in paragraph.split("under the library's (paired over seeds)")[1]
 
+    # what each row reports besides J, averaged over the worlds, one line per strategy
+    for k in ("q_cvu", "dr_only"):
+        rows = [r for r in fitted["results"] if r["strategy"] == k]
+        J = sum(r["final_J_mean"] for r in rows) / len(rows)
+        real = sum(r["spent"]["real"] for r in rows) / len(rows)
+        passed = sum(r["deploy_pass_rate"] for r in rows) / len(rows)
+        line = next(x for x in text.splitlines() if x.startswith(f"| {k} | "))
+        assert line.startswith(f"| {k} | {J:.2f} | {real:.2f} | ") and f" | {passed:.0%} | " in line
+
     # with more than one allocation table, a line per table over the worlds heads the section
     assert "at a glance" not in text
     (tmp_path / "allocation_scarce.json").write_text((tmp_path / "allocation.json").read_text())
