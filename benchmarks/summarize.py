@@ -263,7 +263,8 @@ def allocation(data: dict, name: str = "allocation", title: str = "Allocation qu
                                  for k in strategies)
                      + f". Over the worlds the toolkit's rule is above {below} of the {len(rivals)} non-oracle "
                      "strategies with a paired interval that excludes zero." + _gap_sentence(over)),
-                "", "<details><summary>Net utility" + (", and the same table under the library's default prior"
+                "", "<details><summary>Net utility, spending, deployment checks and regret per strategy" + (
+                    ", and the same table under the library's default prior"
                                                         if companion else "") + "</summary>",
                 "", ("Net utility (final J − λ0·spent, what the rule maximises), the same way: "
                      + ", ".join(_paired(over, k, "net_utility") for k in strategies) + "."),
