@@ -11,6 +11,7 @@ missing is skipped, so the section only ever shows what was measured.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 from pathlib import Path
@@ -26,6 +27,9 @@ RESULTS_SECTION = re.compile(r"^## Results\n.*?(?=^## |\Z)", flags=re.DOTALL | r
 #: The suffix of an allocation table run under the library's default gain prior (`--gain-prior '{}'`)
 #: rather than the team prior fitted from the other worlds.
 LIBRARY_PRIOR = "_library_prior"
+
+#: The rows a rival of the toolkit's rule is not: the rule itself and the two oracles.
+NOT_RIVALS = ("q_cvu", "oracle", "oracle_safe")
 
 COMMANDS = {
     "allocation": "python benchmarks/bench_allocation.py --worlds all --seeds 100 --out benchmarks/results/allocation.json",
@@ -131,7 +135,7 @@ def allocation_overview(tables: list[tuple[str, dict, dict | None]]) -> list[str
            "|---|---|---|---|---|---|---|---|"]
     for name, data, library in tables:
         over = data["over_worlds"]
-        rivals = [k for k in data["settings"]["strategies"] if k not in ("q_cvu", "oracle", "oracle_safe")]
+        rivals = [k for k in data["settings"]["strategies"] if k not in NOT_RIVALS]
         best = max(rivals, key=lambda k: over[k]["final_J_mean"])
         below = sum(over[k]["final_J_ci_high"] < 0 for k in rivals)
         gaps = {oracle: share for oracle, _, share in _gaps_closed(over)}
@@ -145,13 +149,22 @@ def allocation_overview(tables: list[tuple[str, dict, dict | None]]) -> list[str
     return out + [""]
 
 
+def _fitted_fits(data: dict | None) -> dict:
+    """Per world, what `--gain-prior history` fitted ({} for a table run under a given prior)."""
+    prior = (data or {}).get("settings", {}).get("gain_prior")
+    return (prior.get("per_world") or {}) if isinstance(prior, dict) else {}
+
+
+def _fitted_priors(data: dict | None) -> set[tuple[float, float | None]]:
+    """The (candidate_scale, candidate_df) pairs an allocation table fitted per world."""
+    return {(f["prior"]["candidate_scale"], f["prior"]["candidate_df"]) for f in _fitted_fits(data).values()}
+
+
 def _prior_sentence(data: dict) -> str:
-    prior = data["settings"].get("gain_prior")
-    fits = prior.get("per_world") if isinstance(prior, dict) else None
+    fits = _fitted_fits(data)
     if not fits:
         return ""
-    chosen = sorted({(f["prior"]["candidate_scale"], f["prior"]["candidate_df"]) for f in fits.values()},
-                    key=str)
+    chosen = sorted(_fitted_priors(data), key=str)
     what = "; ".join(f"scale {sc:g}, " + ("normal" if df is None else f"Student-t ν = {df:g}") for sc, df in chosen)
     effects = sorted({f["effects"] for f in fits.values()})
     return (" The belief-based strategies share the team's gain prior, fitted per world by "
@@ -167,7 +180,7 @@ def _library_prior(data: dict, library: dict, name: str) -> list[str]:
         return []
     over = library["over_worlds"]
     rows = ([r for r in data["results"] if r["strategy"] == "q_cvu"] +
-            [r for r in library["results"] if r["strategy"] not in ("q_cvu", "oracle", "oracle_safe")])
+            [r for r in library["results"] if r["strategy"] not in NOT_RIVALS])
     cross = common.over_worlds(rows)
     rivals = [k for k in cross if k != "q_cvu"]
     return [(f"Under the library's default prior (`{COMMANDS[name + LIBRARY_PRIOR]}`, {_machine(library)}), over "
@@ -183,33 +196,42 @@ def _worlds_at_the_ceiling(data: dict, tol: float = 0.01) -> list[str]:
     out = []
     for world in data["settings"]["worlds"]:
         rows = {r["strategy"]: r["final_J_mean"] for r in data["results"] if r["world"] == world}
-        rivals = [v for k, v in rows.items() if k not in ("q_cvu", "oracle", "oracle_safe")]
+        rivals = [v for k, v in rows.items() if k not in NOT_RIVALS]
         if "oracle_safe" in rows and rivals and max(rivals) >= rows["oracle_safe"] - tol:
             out.append(world)
     return out
 
 
+#: The per-strategy table: header, how to read the value from a row, format.
+PER_STRATEGY_COLUMNS = (
+    ("final J", lambda r: r["final_J_mean"], "{:.2f}"),
+    ("spent real h", lambda r: r["spent"]["real"], "{:.2f}"),
+    ("spent compute", lambda r: r["spent"]["compute"], "{:.3f}"),
+    ("spent eng h", lambda r: r["spent"]["eng"], "{:.1f}"),
+    ("unsafe episodes per campaign", lambda r: r["safety_violations"], "{:.1f}"),
+    ("deployment check passed", lambda r: r["deploy_pass_rate"], "{:.0%}"),
+    ("regret vs oracle", lambda r: r["regret_vs_oracle"], "{:.2f}"),
+    ("regret vs oracle_safe", lambda r: r.get("regret_vs_oracle_safe"), "{:.2f}"),
+)
+
+
+def _cell(values: list, fmt: str) -> str:
+    """The mean of `values` in `fmt` ("—" if any is missing; no "-0.00")."""
+    if any(v is None for v in values):
+        return "—"
+    text = fmt.format(sum(values) / len(values))
+    return text.lstrip("-") if float(text.rstrip("%")) == 0 else text
+
+
 def _per_strategy(data: dict) -> list[str]:
     """Per strategy, the means over the worlds of what each row reports besides J."""
-    worlds = data["settings"]["worlds"]
-    out = [f"Per strategy, the mean over the {len(worlds)} worlds of each world's mean over seeds:", "",
-           ("| strategy | final J | spent real h | spent compute | spent eng h | unsafe episodes per campaign "
-            "| deployment check passed | regret vs oracle | regret vs oracle_safe |"), "|---" * 9 + "|"]
+    worlds = len(data["settings"]["worlds"])
+    out = [f"Per strategy, the mean over the {worlds} worlds of each world's mean over seeds:", "", "| strategy | " + " | ".join(h for h, _, _ in PER_STRATEGY_COLUMNS) + " |",
+           "|---" * (len(PER_STRATEGY_COLUMNS) + 1) + "|"]
     for k in data["settings"]["strategies"]:
         rows = [r for r in data["results"] if r["strategy"] == k]
-
-        def mean(get, rows=rows):
-            values = [get(r) for r in rows]
-            return None if any(v is None for v in values) else sum(values) / len(values)
-
-        cells = [mean(lambda r: r["final_J_mean"]), *(mean(lambda r, x=x: r["spent"][x]) for x in
-                                                      ("real", "compute", "eng")),
-                 mean(lambda r: r["safety_violations"]), mean(lambda r: r["deploy_pass_rate"]),
-                 mean(lambda r: r["regret_vs_oracle"]), mean(lambda r: r.get("regret_vs_oracle_safe"))]
-        formats = ("{:.2f}", "{:.2f}", "{:.3f}", "{:.1f}", "{:.1f}", "{:.0%}", "{:.2f}", "{:.2f}")
-        text = ["—" if v is None else f.format(v) for f, v in zip(formats, cells)]
-        text = [t[1:] if t.startswith("-") and not t.strip("-0.%") else t for t in text]  # "-0.00" -> "0.00"
-        out.append(f"| {k} | " + " | ".join(text) + " |")
+        cells = [_cell([get(r) for r in rows], fmt) for _, get, fmt in PER_STRATEGY_COLUMNS]
+        out.append(f"| {k} | " + " | ".join(cells) + " |")
     return out + [""]
 
 
@@ -255,7 +277,7 @@ def allocation(data: dict, name: str = "allocation", title: str = "Allocation qu
                         + ": there, beating every rival means beating an oracle that knows the true gains.")
         over = data["over_worlds"]  # per-seed world means, paired against q_cvu over seeds
         companion = _library_prior(data, library, name) if library else []
-        rivals = [k for k in strategies if k != "q_cvu" and k not in ("oracle", "oracle_safe")]
+        rivals = [k for k in strategies if k not in NOT_RIVALS]
         below = sum(over[k]["final_J_ci_high"] < 0 for k in rivals)
         out += ["", ("Over the worlds (each seed's mean over the worlds; in brackets the 95% paired interval "
                      "of (strategy − q_cvu) over seeds; unsafe episodes per campaign, summed over worlds): "
@@ -345,13 +367,6 @@ def _calibration(data: dict) -> str:
             f"rank uniformity test p = {r['rank_test']['p_value']:.2f}; divergent transitions: {r['divergences']}")
 
 
-def _fitted_priors(allocation: dict | None) -> set[tuple[float, float | None]]:
-    """The (candidate_scale, candidate_df) pairs an allocation table fitted per world."""
-    prior = (allocation or {}).get("settings", {}).get("gain_prior")
-    fits = prior.get("per_world", {}) if isinstance(prior, dict) else {}
-    return {(f["prior"]["candidate_scale"], f["prior"]["candidate_df"]) for f in fits.values()}
-
-
 def sbc(data: dict, team: dict | None = None, allocation: dict | None = None) -> list[str]:
     """Calibration under the library's prior and, with `team`, under a heavy-tailed team prior
     (said to be the allocation tables' when `allocation` fitted that one)."""
@@ -395,18 +410,19 @@ def summarize(folder: Path) -> str:
     lines = ["## Results", "",
              ("Measured with the commands shown; `python benchmarks/summarize.py --readme README.md` "
              "rewrites this section from `benchmarks/results/`."), ""]
-    tables = [(name, data, _load(folder, name + LIBRARY_PRIOR)) for name, _ in SECTIONS
-              if name.startswith("allocation") and (data := _load(folder, name)) and "over_worlds" in data]
+    load = functools.cache(lambda name: _load(folder, name))  # each file is read once
+    tables = [(name, data, load(name + LIBRARY_PRIOR)) for name, _ in SECTIONS
+              if name.startswith("allocation") and (data := load(name)) and "over_worlds" in data]
     if len(tables) > 1:
         lines += allocation_overview(tables)
     for name, fn in SECTIONS:
-        data = _load(folder, name)
+        data = load(name)
         if data is None:
             continue
-        if name.startswith("allocation") and (library := _load(folder, name + LIBRARY_PRIOR)):
+        if name.startswith("allocation") and (library := load(name + LIBRARY_PRIOR)):
             lines += fn(data, library=library)
         elif name == "sbc_gains":
-            lines += fn(data, team=_load(folder, "sbc_gains_team_prior"), allocation=_load(folder, "allocation"))
+            lines += fn(data, team=load("sbc_gains_team_prior"), allocation=load("allocation"))
         else:
             lines += fn(data)
     return "\n".join(lines).rstrip() + "\n"
