@@ -142,8 +142,12 @@ class Decision:
         return "\n".join(lines)
 
     def to_record(self, round: int, seed: int | None = None) -> DecisionRecord:
-        """A `DecisionRecord` for the ledger; the table as a list of JSON-ready rows."""
-        rows = [{"candidate": n, **_jsonable(r.to_dict())} for n, r in self.table.iterrows()]
+        """A `DecisionRecord` for the ledger; the table as a list of JSON-ready rows.
+
+        Each row is keyed by `name`, as the campaign loop writes its rows and the report
+        reads them.
+        """
+        rows = [{"name": n, **_jsonable(r.to_dict())} for n, r in self.table.iterrows()]
         extra = _jsonable({
             "utility": self.utility_label,
             "lambda": self.lambda_.to_dict(),

@@ -27,6 +27,7 @@ __all__ = [
     "decisions_frame",
     "load_report_data",
     "normalize_meta",
+    "table_rows",
 ]
 
 META_KEYS = ("campaign", "last_completed_round", "deployment")
@@ -63,8 +64,8 @@ class ReportData:
         """Candidate name -> role, from the campaign's candidates and the decision tables."""
         out: dict[str, str] = {}
         for d in self.decisions:
-            for row in d.payload()["table"] or []:
-                if isinstance(row, Mapping) and row.get("name") and row.get("role"):
+            for row in table_rows(d):
+                if row.get("role"):
                     out[row["name"]] = row["role"]
         for c in self.campaign.get("candidates") or []:
             if isinstance(c, Mapping) and c.get("name") and c.get("role"):
@@ -79,12 +80,30 @@ class ReportData:
             if isinstance(c, Mapping) and c.get("touches_robot") is True:
                 names[c["name"]] = None
         for d in self.decisions:
-            for row in d.payload()["table"] or []:
-                if isinstance(row, Mapping) and row.get("ucb_exec") is not None:
+            for row in table_rows(d):
+                if row.get("ucb_exec") is not None:
                     names[row["name"]] = None
         for r in self.of(ExecutionOutcome):
             names[r.candidate] = None
         return list(names)
+
+
+def table_rows(d: DecisionRecord) -> list[dict[str, Any]]:
+    """The rows of a decision's candidate table, each keyed by `name`.
+
+    Rows written by older versions of `Decision.to_record` carry the name under
+    `candidate`; both read the same.
+    """
+    out = []
+    for row in d.payload()["table"] or []:
+        if not isinstance(row, Mapping):
+            continue
+        row = dict(row)
+        name = row.pop("candidate", None)
+        row.setdefault("name", name)
+        if row["name"]:
+            out.append(row)
+    return out
 
 
 def normalize_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -172,7 +191,7 @@ def _num(v) -> float:
 
 def decision_table(d: DecisionRecord) -> pd.DataFrame:
     """The round's candidate table, indexed by name; nulls (NaN in the decision) as NaN."""
-    rows = [dict(r) for r in (d.payload()["table"] or []) if isinstance(r, Mapping) and r.get("name")]
+    rows = table_rows(d)
     if not rows:
         return pd.DataFrame(columns=["role", "mu_dJ", "U0", "CVU", "Q", "feasible"])
     df = pd.DataFrame(rows).set_index("name")

@@ -164,7 +164,7 @@ def test_record_and_text(toy):
     assert isinstance(rec, bs.DecisionRecord) and rec.round == 3 and rec.chosen == d.best and rec.seed == 5
     payload = rec.to_dict()
     json.dumps(payload, allow_nan=False)
-    rows = {r["candidate"]: r for r in payload["table"]}
+    rows = {r["name"]: r for r in payload["table"]}
     assert rows["probe"]["MV"] is None and rows["probe"]["mu_dJ"] == 0.0
     assert payload["extra"]["utility"] == "mean"
     again = bs.DecisionRecord.from_dict(payload)
