@@ -35,14 +35,18 @@ class _Group(TyperGroup):
             raise typer.Exit(2) from None
 
 
+# rich_markup_mode=None: help texts are plain text, so "[budget]" or "E[max(gain, 0)]"
+# print as written instead of being read as console markup.
 app = typer.Typer(
     cls=_Group,
     no_args_is_help=True,
     help="Where should the next unit of sim-to-real budget go?",
     pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
 )
 ledger_app = typer.Typer(
-    no_args_is_help=True, help="The evidence ledger: create, import, show, export."
+    no_args_is_help=True, help="The evidence ledger: create, import, show, export.",
+    rich_markup_mode=None,
 )
 app.add_typer(ledger_app, name="ledger")
 
