@@ -33,7 +33,7 @@ _LAZY = {
         "record_from_dict", "Ledger", "ImportResult", "load_candidates", "dump_candidates",
     ], "bayes_s2r.evidence"),
     **dict.fromkeys([
-        "BinomialPairedOutcome", "GaussianOutcome", "NoOutcome", "GainBelief", "GainPrior", "GainPriorFit",
+        "BinomialPairedOutcome", "GaussianOutcome", "NoOutcome", "SafetyProbe", "GainBelief", "GainPrior", "GainPriorFit",
         "fit_gain_prior",
         "fit_gains", "prepare_gains", "outcome_from_mapping", "DeploymentRisk", "RiskBelief",
         "RiskPrior", "clopper_pearson_ucb", "fit_deploy_risk", "fit_exec_risk",

@@ -31,6 +31,7 @@ __all__ = [
 RESOURCES = ("real", "compute", "eng")
 ROLES = ("adaptation", "diagnosis", "model_update")
 LENSES = ("model", "data", "representation", "optimization")
+SAFETY_PREFIX = "safety:"
 
 
 def _resource_vector(obj) -> np.ndarray:
@@ -250,6 +251,8 @@ class Candidate:
                 )
             if self.observes.startswith("sensitivity:") and not self.observes[len("sensitivity:"):]:
                 raise InputError("candidate.observes", self.observes, "'sensitivity:<direction>'")
+            if self.observes.startswith(SAFETY_PREFIX) and not self.observes[len(SAFETY_PREFIX):]:
+                raise InputError("candidate.observes", self.observes, "'safety:<candidate name>'")
         elif self.observes is not None and not isinstance(self.observes, str):
             raise InputError("candidate.observes", self.observes, "a name or None")
         if self.targets is not None and (not isinstance(self.targets, str) or not self.targets):
@@ -275,6 +278,13 @@ class Candidate:
         return self.role == "adaptation"
 
     @property
+    def observed_safety(self) -> str | None:
+        """For a safety probe (`observes="safety:<name>"`), the candidate whose execution risk it measures."""
+        if self.observes and self.observes.startswith(SAFETY_PREFIX):
+            return self.observes[len(SAFETY_PREFIX):]
+        return None
+
+    @property
     def observed_direction(self) -> str | None:
         if self.observes and self.observes.startswith("sensitivity:"):
             return self.observes[len("sensitivity:"):]
@@ -294,6 +304,13 @@ def validate_candidates(candidates: Sequence[Candidate]) -> tuple[Candidate, ...
             raise InputError(f"candidates[{i}].name", c.name, "a name not used by another candidate")
         seen.add(c.name)
     for i, c in enumerate(cands):
+        target = c.observed_safety
+        if target is not None:
+            robot = {x.name for x in cands if x.touches_robot and x.name != c.name}
+            if target not in robot:
+                raise InputError(f"candidates[{i}].observes", c.observes,
+                                 f"'safety:<name>' of a robot-touching candidate in the set (have {sorted(robot)})")
+            continue
         if c.role == "diagnosis" and c.observed_direction is None and c.observes not in seen:
             raise InputError(
                 f"candidates[{i}].observes", c.observes,

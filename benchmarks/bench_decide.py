@@ -39,7 +39,8 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
         y: simulated outcomes [K, M] (e.g. from `draw_outcomes`, so both see the same Y).
         collapse_ess: ESS below which the moment-matched Gaussian update is used.
         utility_kappa: decision functional mean + κ·sd (0: the mean).
-        adopt: decision functional E[max(gain, 0)] (overrides `utility_kappa`): over the
+        adopt: decision functional E[gain · P(adopt | gain)] (overrides `utility_kappa`), the
+            chance that each candidate's own evaluation comes out above 0: over the
             (weighted) draws, or of a Gaussian with the moments where the weights collapsed;
             after a move, the Gaussian form of the moved moments times exact/Gaussian before it.
         transition: "headroom" (the default rule) or "none".
@@ -55,18 +56,33 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
     adapt = problem.gain_col >= 0
     gains[:, adapt] = d[:, problem.gain_col[adapt]]
 
+    # the evaluation of each column's candidate: P(its evaluation keeps it | gain) and its sd near 0
+    kinds, eps_n, base = problem.kind, np.maximum(problem.a, 1.0), problem.b
+
+    def keep_prob(g):
+        p1 = np.clip(base + g, 0.0, 1.0)
+        sd_b = np.sqrt((p1 * (1 - p1) + base * (1 - base)) / eps_n)
+        binom = np.where(sd_b > 0, stats.norm.cdf((g - 0.5 / eps_n) / np.where(sd_b > 0, sd_b, 1.0)), g > 0.5 / eps_n)
+        gauss = stats.norm.cdf(g / np.where(kinds == 1, problem.a, 1.0))
+        return np.where(kinds == 2, binom, np.where(kinds == 1, gauss, g > 0))
+
+    noise = np.where(kinds == 2, np.sqrt(2 * base * (1 - base) / eps_n), np.where(kinds == 1, problem.a, 0.0))
+
     def moment_form(mean, var):
         sd = np.sqrt(np.maximum(var, 0.0))
-        if adopt:
-            z = mean / np.where(sd > 0, sd, 1.0)
-            return np.where(sd > 0, mean * stats.norm.cdf(z) + sd * stats.norm.pdf(z), np.maximum(mean, 0.0))
+        if adopt:  # E[X·Φ(X/σ_e)] for X ~ N(mean, var)
+            s = np.sqrt(var + noise**2)
+            z = mean / np.where(s > 0, s, 1.0)
+            return np.where(s > 0, mean * stats.norm.cdf(z) + var / np.where(s > 0, s, 1.0) * stats.norm.pdf(z),
+                            np.maximum(mean, 0.0))
         return mean + utility_kappa * sd
 
     def g0(util, cost, feas):
         return max([0.0] + [util[c] - cost[c] for c in range(m_count) if feas[c]])
 
     mu0, var0 = gains.mean(0), gains.var(0)
-    g_null = g0(np.maximum(gains, 0.0).mean(0) if adopt else moment_form(mu0, var0), problem.c_lambda,
+    kept = gains * keep_prob(gains)
+    g_null = g0(kept.mean(0) if adopt else moment_form(mu0, var0), problem.c_lambda,
                 problem.feasible)
     cvu, se, ess_out = np.zeros(m_count), np.zeros(m_count), np.zeros(m_count)
     for m in range(m_count):
@@ -86,7 +102,7 @@ def reference_cvu(problem, y: np.ndarray, *, collapse_ess: float, utility_kappa:
             ess = 1.0 / np.sum(w**2)
             mean = w @ gains
             var = w @ (gains - mean) ** 2
-            exact = w @ np.maximum(gains, 0.0)
+            exact = w @ kept
             if ess < collapse_ess and kind in (1, 2) and theta is not None:
                 if kind == 1:
                     t_hat, r = yj, a**2

@@ -6,6 +6,7 @@ from bayes_s2r.belief.outcomes import (
     BinomialPairedOutcome,
     GaussianOutcome,
     NoOutcome,
+    SafetyProbe,
     outcome_from_mapping,
 )
 from bayes_s2r.belief.posterior import GainBelief
@@ -36,6 +37,7 @@ __all__ = [
     "NoOutcome",
     "RiskBelief",
     "RiskPrior",
+    "SafetyProbe",
     "SensitivityBelief",
     "SensitivityData",
     "clopper_pearson_ucb",

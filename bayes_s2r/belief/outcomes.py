@@ -25,13 +25,14 @@ __all__ = [
     "BinomialPairedOutcome",
     "GaussianOutcome",
     "NoOutcome",
+    "SafetyProbe",
     "log_likelihood_params",
     "outcome_from_mapping",
     "simulate_params",
 ]
 
 _EPS = 1e-6
-OUTCOME_KINDS = {"none": 0, "gaussian": 1, "binomial_paired": 2}
+OUTCOME_KINDS = {"none": 0, "gaussian": 1, "binomial_paired": 2, "safety_probe": 3}
 
 
 def _binomial_treated_p(theta, baseline):
@@ -120,6 +121,47 @@ class NoOutcome:
         return OUTCOME_KINDS["none"], 0.0, 0.0
 
 
+@dataclasses.dataclass(frozen=True)
+class SafetyProbe:
+    """A safety probe: `executions` short runs of a robot-touching candidate under a
+    conservative protocol, counting unsafe events. θ is that candidate's unsafe rate
+    P_exec(unsafe); y is the unsafe count, recorded as an `ExecutionOutcome` of the candidate
+    the probe observes (`observes="safety:<name>"`).
+
+    The probe touches the robot under its own protocol (an operator at the stop button,
+    reduced speed, a short horizon), whose execution risk is known: `risk_bound` is the
+    upper bound the gate uses for the probe itself while the probe has no execution record
+    of its own.
+
+    Example:
+        >>> import jax
+        >>> probe = SafetyProbe(executions=60, risk_bound=0.01)
+        >>> y = probe.simulate(jax.random.key(0), 0.0)
+        >>> int(y), probe.params()[0] == OUTCOME_KINDS["safety_probe"]
+        (0, True)
+    """
+
+    executions: int = 60
+    risk_bound: float = 0.01
+
+    def __post_init__(self):
+        if isinstance(self.executions, bool) or not isinstance(self.executions, int) or self.executions < 1:
+            raise InputError("outcome.executions", self.executions, "a whole number >= 1")
+        if isinstance(self.risk_bound, bool) or not isinstance(self.risk_bound, (int, float)) or not (
+                0.0 <= self.risk_bound <= 1.0):
+            raise InputError("outcome.risk_bound", self.risk_bound, "a probability in [0, 1]")
+
+    def simulate(self, rng_key, theta):
+        p = jnp.clip(jnp.asarray(theta, jnp.float32), 0.0, 1.0)
+        return jax.random.binomial(rng_key, self.executions, p).astype(jnp.float32)
+
+    def log_likelihood(self, y, theta):
+        return stats.binom.logpmf(y, self.executions, jnp.clip(jnp.asarray(theta, jnp.float32), _EPS, 1 - _EPS))
+
+    def params(self) -> tuple[int, float, float]:
+        return OUTCOME_KINDS["safety_probe"], float(self.executions), float(self.risk_bound)
+
+
 def simulate_params(rng_key, theta, kind, a, b):
     """`simulate` for the model with `params() == (kind, a, b)`; kind may be traced."""
     k_norm, k_bin = jax.random.split(rng_key)
@@ -144,9 +186,10 @@ def outcome_from_mapping(spec, *, field: str = "outcome"):
     if spec is None:
         return None
     if not isinstance(spec, dict) or "kind" not in spec:
-        raise InputError(field, spec, "a table with kind = 'binomial_paired' | 'gaussian' | 'none'")
+        raise InputError(field, spec, "a table with kind = 'binomial_paired' | 'gaussian' | 'safety_probe' | 'none'")
     args = {k: v for k, v in spec.items() if k != "kind"}
-    kinds = {"binomial_paired": BinomialPairedOutcome, "gaussian": GaussianOutcome, "none": NoOutcome}
+    kinds = {"binomial_paired": BinomialPairedOutcome, "gaussian": GaussianOutcome, "none": NoOutcome,
+             "safety_probe": SafetyProbe}
     if spec["kind"] not in kinds:
         raise InputError(f"{field}.kind", spec["kind"], f"one of {sorted(kinds)}")
     cls = kinds[spec["kind"]]

@@ -17,7 +17,7 @@ Betas, whose quantile is found by bisection.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -121,11 +121,15 @@ class RiskBelief:
         group: dict name -> method group of a robot-touching candidate.
         mixtures: dict name -> (weights, a, b): p_m's posterior Σ w Beta(a, b).
         ignored: names in the execution records that are not candidates here.
+        sim_prior: dict name -> (unsafe, executions) in simulation: for these candidates the
+            posterior is Beta(1 + unsafe + y, 1 + executions − unsafe + n − y) on real counts
+            (y of n), and before any real execution the gate's bound is its 1 − δ quantile
+            (bound kind "sim-prior"). Real executions then bound the rate on their own.
     """
 
     def __init__(self, candidates: Sequence[Candidate], counts: dict[str, tuple[int, int]],
                  mixtures: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], bound: str,
-                 method: str, ignored: Sequence[str] = ()):
+                 method: str, ignored: Sequence[str] = (), sim_prior: Mapping[str, tuple[float, float]] | None = None):
         self.names = tuple(c.name for c in candidates)
         self.touches_robot = {c.name: c.touches_robot for c in candidates}
         self.group = {c.name: c.method or _NO_METHOD for c in candidates if c.touches_robot}
@@ -135,6 +139,7 @@ class RiskBelief:
         self.bound = bound
         self.method = method
         self.ignored = tuple(ignored)
+        self.sim_prior = dict(sim_prior or {})
         self._cache: dict[tuple[str, float], float] = {}
 
     def _name(self, name: str) -> str:
@@ -154,7 +159,7 @@ class RiskBelief:
         if not self.touches_robot[self._name(name)]:
             return "not-robot"
         if self.executions[name] == 0:
-            return "pooled-prior"
+            return "sim-prior" if name in self.sim_prior else "pooled-prior"
         return self.bound
 
     def ucb(self, name: str, delta: float) -> float:
@@ -216,7 +221,7 @@ def _nuts_hyper(gidx, n, y, num_groups, prior, seed, num_samples):
 
 def fit_exec_risk(evidence: Any, candidates: Sequence[Candidate], bound: str = "clopper-pearson",
                   *, method: str = "quadrature", prior: RiskPrior | None = None, seed: int = 0,
-                  num_samples: int = 2000) -> RiskBelief:
+                  num_samples: int = 2000, sim_prior: Mapping[str, Any] | None = None) -> RiskBelief:
     """Pool execution outcomes by method group and bound each candidate's unsafe rate.
 
     Args:
@@ -228,6 +233,12 @@ def fit_exec_risk(evidence: Any, candidates: Sequence[Candidate], bound: str = "
         method: "quadrature" (exact hyperparameter integration) or "nuts" (NumPyro).
         prior: hyperprior of each group (default `RiskPrior()`).
         seed, num_samples: for method="nuts" only.
+        sim_prior: a simulation-based risk prior: candidate name -> (unsafe, executions)
+            counted in simulation under the candidate's execution protocol. Counts may be
+            fractional: (u·w, n·w) counts a simulated run as w of a real one, the margin for
+            the sim-to-real gap. It replaces the pooled prior of that candidate and, until
+            the robot has run it, gives the gate its bound (see `RiskBelief`). Execution
+            risk only: deployment risk is never taken from it.
 
     Returns:
         RiskBelief.
@@ -249,6 +260,7 @@ def fit_exec_risk(evidence: Any, candidates: Sequence[Candidate], bound: str = "
     if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 10:
         raise InputError("num_samples", num_samples, "a whole number >= 10")
     known = {c.name for c in cands}
+    sims = _check_sim_prior(sim_prior, cands)
     counts: dict[str, tuple[int, int]] = {}
     ignored: list[str] = []
     for r in _records(evidence):
@@ -278,7 +290,28 @@ def fit_exec_risk(evidence: Any, candidates: Sequence[Candidate], bound: str = "
             w, alpha, beta = _group_grid(n[members], y[members], prior)
             for m in members:
                 mixtures[robot[m].name] = (w, alpha + y[m], beta + n[m] - y[m])
-    return RiskBelief(cands, counts, mixtures, bound, method, sorted(set(ignored)))
+    for name, (su, sn) in sims.items():
+        e, u = counts.get(name, (0, 0))
+        mixtures[name] = (np.ones(1), np.array([1.0 + su + u]), np.array([1.0 + sn - su + e - u]))
+    return RiskBelief(cands, counts, mixtures, bound, method, sorted(set(ignored)), sims)
+
+
+def _check_sim_prior(sim_prior: Any, cands: Sequence[Candidate]) -> dict[str, tuple[float, float]]:
+    if sim_prior is None:
+        return {}
+    if not isinstance(sim_prior, Mapping):
+        raise InputError("sim_prior", sim_prior, "a mapping candidate name -> (unsafe, executions)")
+    robot = {c.name for c in cands if c.touches_robot}
+    out = {}
+    for name, value in sim_prior.items():
+        if name not in robot:
+            raise InputError("sim_prior", name, f"a robot-touching candidate (have {sorted(robot)})")
+        ok = isinstance(value, (tuple, list)) and len(value) == 2 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in value)
+        if not ok or value[0] > value[1]:
+            raise InputError(f"sim_prior[{name!r}]", value, "(unsafe, executions) with 0 <= unsafe <= executions")
+        out[name] = (float(value[0]), float(value[1]))
+    return out
 
 
 class DeploymentRisk:

@@ -9,12 +9,16 @@ multi-objective layer):
   μ + σ·Φ⁻¹(level).
 - ``"cvar"``: the mean of the gain over its worst `utility_level` tail, in its Gaussian
   moment form μ − σ·φ(Φ⁻¹(level))/level.
-- ``"adopt"``: the gain a try brings when its policy is kept only if it is better (the
-  campaign's adoption rule): E[max(ΔJ, 0)]. U0 and the look-ahead take it exactly over the
-  (reweighted) posterior draws, which respect ΔJ ≤ 1 − J (a Gaussian with the same moments
-  would see room above a policy at J = 1). The Gaussian moment form μ·Φ(μ/σ) + σ·φ(μ/σ) is
-  used only where the draws do not carry the update: where the importance weights collapsed,
-  and after a simulated move, where it is scaled by the ratio exact/moment form before it.
+- ``"adopt"``: the gain a try brings when its policy is kept only if its paired evaluation
+  shows it better (the campaign's adoption rule): E[ΔJ · P(adopt | ΔJ)], where P(adopt | ΔJ)
+  is the chance that the candidate's own evaluation (its outcome model: episodes per arm,
+  or the measurement noise) comes out above zero when the true gain is ΔJ. A small true gain
+  is kept about half the time and a small loss is kept too, so an uncertain candidate is not
+  valued as if the evaluation revealed the sign of ΔJ exactly; with a noiseless evaluation
+  (no outcome model) it is E[max(ΔJ, 0)]. U0 takes it exactly over the posterior draws,
+  which respect ΔJ ≤ 1 − J (a Gaussian with the same moments would see room above a policy
+  at J = 1). The Gaussian moment form E[X·Φ(X/σ_e)] = μ·Φ(μ/s) + (σ²/s)·φ(μ/s),
+  s² = σ² + σ_e², is used where only moments are at hand.
   A try that would make things worse costs its price but not its loss, so an uncertain
   candidate with a mean below zero can still be worth its price. In the look-ahead the
   deployed policy then changes only in the simulated outcomes whose evaluation shows an
@@ -35,11 +39,13 @@ from scipy import stats
 
 from bayes_s2r.errors import InputError
 
-__all__ = ["MULTI_MODES", "UTILITIES", "DecideConfig", "positive_part", "utility_constant", "utility_label",
-           "utility_value"]
+__all__ = ["CONTINUATIONS", "MULTI_MODES", "UTILITIES", "DecideConfig", "adopt_moment", "adoption_probability",
+           "evaluation_sd",
+           "positive_part", "utility_constant", "utility_label", "utility_value"]
 
 UTILITIES = ("mean", "lcb", "cvar", "adopt")
 MULTI_MODES = ("lexicographic", "pareto")
+CONTINUATIONS = ("g0", "rollout")
 
 
 class DecideConfig(NamedTuple):
@@ -75,6 +81,12 @@ class DecideConfig(NamedTuple):
         inner_samples: simulated outcomes per candidate of the second step (depth 2).
         inner_draws: draws that carry each next state in the second step (depth 2; at most
             the belief's draws).
+        continuation: what stands in for the value V_{t+1} of the rest of the campaign in
+            CVU: "g0" (DESIGN's G0, one more decision) or "rollout" (the value of a base
+            policy run for `horizon` more decisions in scenarios drawn from the posterior;
+            see `bayes_s2r.decision.rollout`).
+        horizon: decisions left after this one, for the "rollout" continuation (0: none,
+            CVU = 0).
     """
 
     alpha_exec: float = 0.05
@@ -95,6 +107,8 @@ class DecideConfig(NamedTuple):
     lookahead_depth: int = 1
     inner_samples: int = 32
     inner_draws: int = 512
+    continuation: str = "g0"
+    horizon: int = 1
 
     @classmethod
     def make(cls, **kwargs: Any) -> DecideConfig:
@@ -140,11 +154,14 @@ class DecideConfig(NamedTuple):
         inner_s = _whole_at_least("inner_draws", cfg.inner_draws, 16)
         if cfg.multi not in MULTI_MODES:
             raise InputError("multi", cfg.multi, f"one of {MULTI_MODES}")
+        if cfg.continuation not in CONTINUATIONS:
+            raise InputError("continuation", cfg.continuation, f"one of {CONTINUATIONS}")
+        horizon = _whole_at_least("horizon", cfg.horizon, 0)
         return cfg._replace(
             alpha_exec=float(cfg.alpha_exec), delta=float(cfg.delta), beta=beta, cvu_samples=k,
             seed=seed, utility_level=level, collapse_ess=ess, bucket=bucket, chunk_bytes=chunk,
             objectives=objectives, objective_tol=tuple(float(t) for t in tol),
-            lookahead_depth=depth, inner_samples=inner_k, inner_draws=inner_s,
+            lookahead_depth=depth, inner_samples=inner_k, inner_draws=inner_s, horizon=horizon,
         )
 
 
@@ -197,16 +214,56 @@ def positive_part(mean, sd, xp=np):
 
     `xp` is the array namespace (NumPy, or `jax.numpy` inside compiled code).
     """
-    if xp is np:
-        norm = stats.norm
-    else:
-        import jax.scipy.stats
-
-        norm = jax.scipy.stats.norm
+    norm = _norm(xp)
     pos = sd > 0
     safe = xp.where(pos, sd, 1.0)
     z = mean / safe
     return xp.where(pos, mean * norm.cdf(z) + safe * norm.pdf(z), xp.maximum(mean, 0.0))
+
+
+def adoption_probability(theta, kind, a, b, xp=np):
+    """P(adopt | ΔJ = θ): the chance that a candidate's evaluation shows it better.
+
+    `(kind, a, b)` are its outcome model's `params()`. Paired binomial (a episodes per arm,
+    control at J = b): the new policy is kept when its successes exceed the control's,
+    P(T − C ≥ 1) ≈ Φ((θ − 0.5/a)/sd) with sd² = (p₁(1 − p₁) + b(1 − b))/a, p₁ = b + θ.
+    Gaussian (noise sd a): Φ(θ/a). Anything else: a noiseless evaluation, 1{θ > 0}.
+    """
+    norm = _norm(xp)
+    theta = xp.asarray(theta)
+    n = xp.maximum(a, 1.0)
+    p1 = xp.clip(b + theta, 0.0, 1.0)
+    sd_b = xp.sqrt((p1 * (1.0 - p1) + b * (1.0 - b)) / n)
+    binom = xp.where(sd_b > 0, norm.cdf((theta - 0.5 / n) / xp.where(sd_b > 0, sd_b, 1.0)), theta > 0.5 / n)
+    gauss = norm.cdf(theta / xp.where(kind == 1, a, 1.0))
+    return xp.where(kind == 2, binom, xp.where(kind == 1, gauss, (theta > 0).astype(theta.dtype)))
+
+
+def evaluation_sd(kind, a, b, xp=np):
+    """The sd σ_e of a candidate's evaluation of a gain near 0 (0 for a noiseless one)."""
+    n = xp.maximum(a, 1.0)
+    return xp.where(kind == 2, xp.sqrt(2.0 * b * (1.0 - b) / n), xp.where(kind == 1, a, 0.0))
+
+
+def adopt_moment(mean, sd, noise_sd, xp=np):
+    """E[X·Φ(X/σ_e)] for X ~ N(mean, sd²): μ·Φ(μ/s) + (σ²/s)·φ(μ/s), s² = σ² + σ_e².
+
+    The "adopt" functional in moment form; `positive_part` when σ_e = 0.
+    """
+    norm = _norm(xp)
+    s = xp.sqrt(sd**2 + noise_sd**2)
+    pos = s > 0
+    safe = xp.where(pos, s, 1.0)
+    z = mean / safe
+    return xp.where(pos, mean * norm.cdf(z) + sd**2 / safe * norm.pdf(z), xp.maximum(mean, 0.0))
+
+
+def _norm(xp):
+    if xp is np:
+        return stats.norm
+    import jax.scipy.stats
+
+    return jax.scipy.stats.norm
 
 
 def utility_value(mean, sd, utility: str, level: float):

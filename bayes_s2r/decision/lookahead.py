@@ -37,7 +37,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, ndtri
 
-from bayes_s2r.decision.config import DecideConfig, positive_part, utility_constant
+from bayes_s2r.decision.config import (
+    DecideConfig,
+    adopt_moment,
+    adoption_probability,
+    evaluation_sd,
+    utility_constant,
+)
 from bayes_s2r.decision.problem import Problem
 from bayes_s2r.decision.transition import repeat_share
 from bayes_s2r.errors import InputError
@@ -301,13 +307,14 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num
     # "adopt" takes E[max(ΔJ, 0)] over the (reweighted) draws themselves, as U0 does: near
     # J = 1 the gains are bounded by the headroom with a long tail below 0, and a Gaussian
     # with their moments would see a positive part several times too large.
-    pos = [jnp.maximum(arr.dg, 0.0)] if adopt else []
+    pos = [arr.dg * adoption_probability(arr.dg, arr.kind, arr.a, arr.b, jnp)] if adopt else []
+    noise_sd = evaluation_sd(arr.kind, arr.a, arr.b, jnp)
     # One matrix product gives Σw·θ (Σw·θ², Σw·max(θ, 0)) and Σw (the column of ones).
     rhs = jnp.concatenate([dgc] + ([dgc**2] if use_var else []) + pos + [jnp.ones((s, 1), dgc.dtype)], axis=1)
 
     def functional(mean, var):  # the decision functional (see `config`), moment form
         if adopt:
-            return positive_part(mean, jnp.sqrt(var), jnp)
+            return adopt_moment(mean, jnp.sqrt(var), noise_sd, jnp)
         return mean + kappa * jnp.sqrt(var) if use_var else mean
 
     util0 = pos[0].mean(0) if adopt else functional(mu0, var0)

@@ -17,11 +17,11 @@ import numpy as np
 
 from bayes_s2r.belief.outcomes import OUTCOME_KINDS
 from bayes_s2r.belief.posterior import GainBelief
-from bayes_s2r.decision.config import DecideConfig, utility_value
+from bayes_s2r.decision.config import DecideConfig, adoption_probability, utility_value
 from bayes_s2r.errors import InputError
 from bayes_s2r.vocab import RESOURCES, Budget, Candidate, ResourceWeights, validate_candidates
 
-__all__ = ["SENSITIVITY_PREFIX", "Problem", "build_problem", "current_j", "exec_gate"]
+__all__ = ["SENSITIVITY_PREFIX", "Problem", "build_problem", "current_j", "exec_gate", "priced", "probe_risk_bound"]
 
 SENSITIVITY_PREFIX = "sensitivity:"
 _DEFAULT_J = 0.5
@@ -133,11 +133,23 @@ def _done_names(done: Any) -> set[str]:
     return out
 
 
+def probe_risk_bound(c: Candidate) -> float | None:
+    """The known execution-risk bound of a safety probe's own protocol (None: not a probe)."""
+    if c.observed_safety is None or c.outcome is None or c.outcome.params()[0] != OUTCOME_KINDS["safety_probe"]:
+        return None
+    return float(c.outcome.params()[2])
+
+
 def _exec_ucb(c: Candidate, risk: Any, delta: float) -> tuple[float, str]:
     if not c.touches_robot:
         return math.nan, ""
+    known = probe_risk_bound(c)
     if risk is None:
-        return 1.0, "no execution-risk evidence (risk=None)"
+        return (known, "") if known is not None else (1.0, "no execution-risk evidence (risk=None)")
+    if known is not None and getattr(risk, "executions", {}).get(c.name, 0) == 0:
+        return known, ""  # a probe's own protocol bounds its risk until it has records of its own
+    if not hasattr(risk, "ucb"):
+        raise InputError("risk", risk, "a RiskBelief (anything with ucb(name, delta)) or None")
     try:
         u = risk.ucb(c.name, delta)
     except (KeyError, InputError):
@@ -165,7 +177,7 @@ def _observation(c: Candidate, by_name: dict[str, Candidate], col: dict[str, int
                  j_now: float, index: int) -> tuple[int, float, int, float, float]:
     """(column, sign, kind, a, b) of what running `c` observes."""
     out = c.outcome
-    if out is None:
+    if out is None or c.observed_safety is not None:  # a probe observes a risk, not a gain
         return -1, 1.0, OUTCOME_KINDS["none"], 0.0, 0.0
     if c.role == "adaptation":
         target = c.name
@@ -188,7 +200,7 @@ def _observation(c: Candidate, by_name: dict[str, Candidate], col: dict[str, int
     return col[target], sign, int(kind), float(a), float(b)
 
 
-def _priced(lam: np.ndarray, cost: np.ndarray) -> np.ndarray:
+def priced(lam: np.ndarray, cost: np.ndarray) -> np.ndarray:
     """λ·ΔC summed over resources, a resource not used costing 0 even at an infinite price.
 
     Scarcity pricing makes λ infinite for an exhausted resource; a candidate that needs none
@@ -223,15 +235,24 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
             gain_col[i] = col[c.name]
     mu = np.where(is_adapt, mean_all[np.maximum(gain_col, 0)], 0.0)
     sd = np.where(is_adapt, sd_all[np.maximum(gain_col, 0)], 0.0)
+
+    obs = [_observation(c, by_name, col, j_known, j_now, i) for i, c in enumerate(cands)]
+    obs_col = np.array([o[0] for o in obs], np.int32)
+    obs_sign = np.array([o[1] for o in obs])
+    kind = np.array([o[2] for o in obs], np.int32)
+    a = np.array([o[3] for o in obs])
+    b = np.array([o[4] for o in obs])
+
     if config.utility == "adopt":  # exact over the draws, which respect ΔJ ≤ 1 − J
-        positive = np.maximum(draws, 0.0).mean(0)
-        gain = np.where(is_adapt, positive[np.maximum(gain_col, 0)], 0.0)
+        theta = draws[:, np.maximum(gain_col, 0)]
+        kept = theta * adoption_probability(theta, kind, a, b)
+        gain = np.where(is_adapt, kept.mean(0), 0.0)
     else:
         gain = utility_value(mu, sd, config.utility, config.utility_level)
 
     cost = np.stack([c.cost.as_array() for c in cands])
     lam = np.asarray(weights.at(budget, reference), dtype=np.float64)
-    c_lambda = _priced(lam, cost)
+    c_lambda = priced(lam, cost)
     u0 = gain - c_lambda
     mv = np.full(m, math.nan)
     mv_reason = []
@@ -265,13 +286,6 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
         reasons.append("; ".join(r))
     feasible = safe & affordable & ~done_arr
 
-    obs = [_observation(c, by_name, col, j_known, j_now, i) for i, c in enumerate(cands)]
-    obs_col = np.array([o[0] for o in obs], np.int32)
-    obs_sign = np.array([o[1] for o in obs])
-    kind = np.array([o[2] for o in obs], np.int32)
-    a = np.array([o[3] for o in obs])
-    b = np.array([o[4] for o in obs])
-
     repeatable = np.array([c.repeatable for c in cands])
     observers = np.array([[x.role == "diagnosis" and x.observes == c.name for x in cands] for c in cands])
 
@@ -287,12 +301,12 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
         return weights.at(left, reference), feas & np.array([left.covers(x.cost) for x in cands])
 
     lam_next, feas_next = (np.stack(x) for x in zip(*(after((i,)) for i in range(m))))
-    cost_next = _priced(lam_next[:, None, :], cost[None, :, :])
+    cost_next = priced(lam_next[:, None, :], cost[None, :, :])
     feas_next2 = cost_next2 = None
     if config.lookahead_depth >= 2:
         pairs = [after((i, k)) for i in range(m) for k in range(m)]
         feas_next2 = np.stack([f for _, f in pairs]).reshape(m, m, m)
-        cost_next2 = _priced(np.stack([lam for lam, _ in pairs])[:, None, :], cost[None]).reshape(m, m, m)
+        cost_next2 = priced(np.stack([lam for lam, _ in pairs])[:, None, :], cost[None]).reshape(m, m, m)
 
     return Problem(
         names=tuple(c.name for c in cands), roles=tuple(c.role for c in cands), mu=mu, sd=sd,
