@@ -5,7 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["InputError", "require", "require_finite", "require_finite_nonneg", "require_int_nonneg"]
+__all__ = [
+    "InputError",
+    "require",
+    "require_finite",
+    "require_finite_nonneg",
+    "require_int_nonneg",
+    "shown",
+]
 
 
 class InputError(ValueError):
@@ -62,3 +69,32 @@ def require_int_nonneg(field: str, value: Any) -> int:
     if not math.isfinite(f) or f < 0 or f != int(f):
         raise InputError(field, value, "a whole number >= 0")
     return int(f)
+
+
+class _Shown:
+    """A stand-in with a short repr for a value whose own repr is too long or fails."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def shown(value: Any, limit: int = 200) -> Any:
+    """`value`, or a stand-in with a short repr, for the value of an `InputError`.
+
+    Python refuses to print integers of more than a few thousand digits (the repr raises
+    ValueError), so an error about such a value would itself fail; long text is cut too.
+
+    Example:
+        >>> shown(10**5000)
+        <an integer of 5001 digits>
+        >>> shown(7)
+        7
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 3 * limit:
+        return _Shown(f"<an integer of {int(math.log10(abs(value))) + 1} digits>")
+    if type(value) is str and len(value) > limit:  # a str subclass keeps its own repr
+        return _Shown(repr(value[:limit]) + f"… ({len(value)} characters)")
+    return value

@@ -3,7 +3,11 @@
 CSV: one file may hold several kinds of records, with a `kind` column and the union of
 their fields as columns (an empty cell means the field's default, or "not this kind's
 field"); a file of one kind may leave out the `kind` column and name the kind when read.
-Row numbers in messages are spreadsheet rows: the header is row 1.
+Row numbers in messages are spreadsheet rows: the header is row 1. Every row has one cell
+per header column, and the file ends with a line break: a file cut off part-way through
+its last row (a partial copy or download) is refused rather than read with that row
+changed. A file cut exactly after a line break looks like a complete, shorter file; only
+a count or checksum kept beside the file could tell.
 
 JSON: a list of objects, each with a `kind`, or an object {"records": [...]} (what
 `write_json` writes). Values are typed: numbers are numbers, not text.
@@ -28,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bayes_s2r.errors import InputError
-from bayes_s2r.evidence.records import RECORD_TYPES, Record, record_from_dict
+from bayes_s2r.evidence.records import RECORD_TYPES, Record, parse_json_int, record_from_dict
 from bayes_s2r.vocab import Candidate, Cost, validate_candidates
 
 __all__ = [
@@ -64,6 +68,20 @@ def _blank(row: Sequence[str]) -> bool:
     return all(not c.strip() for c in row)
 
 
+def _check_complete(text: str, path) -> None:
+    """Refuse a CSV text whose last line has no line break: it was cut off."""
+    if not text or text.endswith(("\n", "\r")):
+        return
+    lines = text.splitlines()
+    raise InputError(
+        "row",
+        lines[-1] if len(lines[-1]) <= 200 else lines[-1][:200] + "…",
+        "a last row that ends with a line break (the file looks cut off; if it is complete, "
+        "add the final line break)",
+        where=f"{path}, row {len(lines)}",
+    )
+
+
 def read_csv(path: str | os.PathLike, *, kind: str | None = None) -> tuple[list[Record], list[str]]:
     """Parse a CSV file of records; nothing is stored.
 
@@ -75,12 +93,14 @@ def read_csv(path: str | os.PathLike, *, kind: str | None = None) -> tuple[list[
         (records, sources): the records in file order and, for each, "row N".
 
     Raises:
-        InputError: unreadable or malformed file (naming the path), or a bad row (naming
-            the row, the field and the value).
+        InputError: unreadable or malformed file (naming the path), a last row without a
+            line break or a row with fewer cells than the header (naming the row), or a bad
+            row (naming the row, the field and the value).
     """
     if kind is not None and kind not in RECORD_TYPES:
         raise InputError("kind", kind, f"one of {sorted(RECORD_TYPES)}")
     text = _read_text(path, "CSV")
+    _check_complete(text, path)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     records: list[Record] = []
     sources: list[str] = []
@@ -109,6 +129,13 @@ def read_csv(path: str | os.PathLike, *, kind: str | None = None) -> tuple[list[
                     "row",
                     row,
                     f"at most {len(columns)} cells, one per header column",
+                    where=f"{path}, {where}",
+                )
+            if len(row) < len(columns):  # a shifted or cut row: its cells would be misread
+                raise InputError(
+                    "row",
+                    row,
+                    f"{len(columns)} cells, one per header column (it has {len(row)})",
                     where=f"{path}, {where}",
                 )
             cells = {c: v for c, v in zip(columns, row) if c}
@@ -151,7 +178,7 @@ def read_json(path: str | os.PathLike) -> tuple[list[Record], list[str]]:
     """
     text = _read_text(path, "JSON")
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=parse_json_int)  # long integers: refused per field
     except json.JSONDecodeError as e:
         raise InputError(
             "path", str(path), f"well-formed JSON (line {e.lineno} column {e.colno}: {e.msg})"

@@ -20,14 +20,22 @@ import datetime
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple, Self
 
-from bayes_s2r.errors import InputError
-from bayes_s2r.evidence.records import RECORD_TYPES, PairedEval, Record, record_from_dict
+from bayes_s2r.errors import InputError, shown
+from bayes_s2r.evidence.records import (
+    RECORD_TYPES,
+    PairedEval,
+    Record,
+    _check_text,
+    check_json,
+    record_from_dict,
+)
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "ImportResult", "Ledger", "migrate"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "ImportResult", "Ledger", "check_candidates", "migrate"]
 
 
 class Migration(NamedTuple):
@@ -65,6 +73,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         (
             "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
             "CREATE INDEX records_kind ON records (kind, seq)",
+        ),
+    ),
+    Migration(
+        3,
+        "voided records: kept, with the reason, and left out of reads by default",
+        (
+            (
+                "CREATE TABLE voids (id TEXT PRIMARY KEY REFERENCES records (id),"
+                " why TEXT NOT NULL, voided_at TEXT NOT NULL)"
+            ),
         ),
     ),
 )
@@ -145,6 +163,40 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
     return schema_version(conn)
 
 
+# Fields that name a candidate, per record kind.
+CANDIDATE_FIELDS = {
+    kind: tuple(f for f in ("candidate", "chosen") if f in cls.FIELDS)
+    for kind, cls in RECORD_TYPES.items()
+}
+
+
+def check_candidates(
+    records: Iterable[Record], candidates: Iterable[Any], *, where: Callable[[int], str] | None = None
+) -> None:
+    """Refuse a record naming a candidate outside `candidates` (candidates or names).
+
+    Raises:
+        InputError: naming the record's position, the field, the unknown name and the
+            names in the set.
+    """
+    names = set()
+    for i, c in enumerate(candidates):
+        name = getattr(c, "name", c)
+        if not isinstance(name, str):
+            raise InputError(f"candidates[{i}]", c, "a Candidate or a candidate name")
+        names.add(name)
+    for i, rec in enumerate(records):
+        for f in CANDIDATE_FIELDS.get(rec.KIND, ()):
+            value = getattr(rec, f)
+            if value is not None and value not in names:
+                raise InputError(
+                    f"{rec.KIND}.{f}",
+                    value,
+                    f"a candidate in the set {sorted(names)}",
+                    where=where(i) if where else f"records[{i}]",
+                )
+
+
 def _resolve_kind(kind: str | type[Record] | None) -> str | None:
     if kind is None:
         return None
@@ -175,6 +227,7 @@ class Ledger:
 
     def __init__(self, path: str | os.PathLike, *, create: bool = True, timeout: float = 30.0):
         self.path = str(path)
+        self._timeout = float(timeout)
         memory = self.path == ":memory:"
         if not memory:
             p = Path(self.path)
@@ -187,48 +240,91 @@ class Ledger:
                     )
                 p.parent.mkdir(parents=True, exist_ok=True)
         self._depth = 0
+        self._conn = None
         try:
             self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
         except sqlite3.Error as e:
             raise InputError("path", self.path, f"a ledger file SQLite can open ({e})") from None
         try:
-            if not memory and self._conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                self._conn.execute("PRAGMA journal_mode=WAL").fetchone()
-            if not memory:
-                # In WAL mode NORMAL keeps every transaction atomic through a crash of the
-                # process; only a power cut may lose the last commits (never corrupt the file).
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._refuse_foreign_database()
-            migrate(self._conn)
-            self._check_tables()
+            self._retry_while_locked(lambda: self._set_up(memory), timeout)
         except sqlite3.DatabaseError as e:
-            self._conn.close()
+            self.close()
             raise InputError("path", self.path, f"a bayes_s2r ledger (SQLite says: {e})") from None
         except BaseException:
-            self._conn.close()
+            self.close()
             raise
+
+    def _set_up(self, memory: bool) -> None:
+        db = self._conn
+        # The busy timeout must hold before the journal mode is switched: that switch
+        # needs the file to itself, and a second process opening the same new file at
+        # once would otherwise fail at once with "database is locked".
+        db.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+        if not memory and db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            db.execute("PRAGMA journal_mode=WAL").fetchone()
+        if not memory:
+            # In WAL mode NORMAL keeps every transaction atomic through a crash of the
+            # process; only a power cut may lose the last commits (never corrupt the file).
+            db.execute("PRAGMA synchronous=NORMAL")
+        self._refuse_foreign_database()
+        self._check_tables(min(schema_version(db), SCHEMA_VERSION))  # before adding to it
+        migrate(db)
+        self._check_tables()
+
+    @staticmethod
+    def _retry_while_locked(step: Callable[[], None], timeout: float) -> None:
+        """Run `step`, again while SQLite reports the file locked, for up to `timeout` s.
+
+        While one process turns a new file into a WAL database, SQLite may answer another
+        one "database is locked" without waiting (its busy handler is not called there).
+        Every step of opening is safe to repeat.
+        """
+        deadline = time.monotonic() + timeout
+        pause = 0.002
+        while True:
+            try:
+                return step()
+            except sqlite3.OperationalError as e:
+                locked = "locked" in str(e) or "busy" in str(e)
+                if not locked or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(2 * pause, 0.1)
 
     def _refuse_foreign_database(self) -> None:
         """Never add ledger tables to another program's SQLite file."""
-        if schema_version(self._conn) == 0:
+        db = self._conn
+        db.execute("BEGIN")  # one snapshot: another process may be creating the ledger now
+        try:
+            version = schema_version(db)
             other = [
                 r[0]
-                for r in self._conn.execute(
+                for r in db.execute(
                     "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
                 )
             ]
-            if other:
-                raise InputError(
-                    "path",
-                    self.path,
-                    f"a bayes_s2r ledger or an empty file (it holds other tables: {other})",
-                )
+        finally:
+            db.execute("COMMIT")
+        if version == 0 and other:
+            raise InputError(
+                "path",
+                self.path,
+                f"a bayes_s2r ledger or an empty file (it holds other tables: {other})",
+            )
 
-    def _check_tables(self) -> None:
+    def _check_tables(self, version: int = SCHEMA_VERSION) -> None:
+        """Refuse a file that lacks a table its schema version should have."""
         names = {
             r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
         }
-        missing = {"schema_version", "records", "meta"} - names
+        expected = {
+            sql.split()[2]
+            for step in MIGRATIONS
+            if step.version <= version
+            for sql in step.statements
+            if sql.startswith("CREATE TABLE")
+        }
+        missing = expected - names
         if missing:
             raise InputError(
                 "path", self.path, f"a bayes_s2r ledger (tables {sorted(missing)} missing)"
@@ -248,8 +344,14 @@ class Ledger:
         self.close()
 
     def __del__(self):
-        with contextlib.suppress(Exception):
-            self.close()
+        # At interpreter exit module globals may already be gone (`contextlib` is None):
+        # use nothing but the connection itself, and never let an error escape.
+        conn = self.__dict__.get("_conn")
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001, S110 (nothing may escape a finalizer)
+                pass
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -371,10 +473,24 @@ class Ledger:
         return added
 
     # ------------------------------------------------------------------ reading
-    def records(self, kind: str | type[Record] | None = None) -> list[Record]:
-        """All records (or those of one kind) in insertion order."""
+    _LIVE = "id NOT IN (SELECT id FROM voids)"
+
+    def records(
+        self, kind: str | type[Record] | None = None, *, include_void: bool = False
+    ) -> list[Record]:
+        """All records (or those of one kind) in insertion order.
+
+        Args:
+            kind: a record kind or class; None for every kind.
+            include_void: also return the records taken back with `void` (see `voided`).
+        """
         k = _resolve_kind(kind)
-        sql = "SELECT payload FROM records" + (" WHERE kind = ?" if k else "") + " ORDER BY seq"
+        where = ([] if include_void else [self._LIVE]) + (["kind = ?"] if k else [])
+        sql = (
+            "SELECT payload FROM records"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY seq"
+        )
         rows = self._db().execute(sql, (k,) if k else ())
         return [record_from_dict(json.loads(text), coerce=False) for (text,) in rows]
 
@@ -385,7 +501,8 @@ class Ledger:
         with the summed counts, placed where the last of them was (and carrying the id of
         the first of them), so everything that reads totals and the latest round or policy
         (`fit_gains`) sees the same evidence as from `records()`, without a Python object per
-        trial row (500,000 one-episode rows: about 2 s instead of 9 s).
+        trial row (500,000 one-episode rows: about 2 s instead of 9 s). Void records are
+        left out, as from `records()`.
         """
         db = self._db()
         try:
@@ -399,12 +516,13 @@ class Ledger:
             + ", ".join(f"SUM({field(c)}) AS {c}" for c in counts)
             + f", MIN({field('matched')}) AS matched, {field('candidate')} AS c, {field('policy')} AS p,"
             f" {field('objective')} AS o, {field('round')} AS r"
-            " FROM records WHERE kind = ? GROUP BY c, p, o, r)"
+            f" FROM records WHERE kind = ? AND {self._LIVE} GROUP BY c, p, o, r)"
             " SELECT g.last, records.id, " + ", ".join(f"g.{c}" for c in counts)
             + ", g.matched, g.c, g.p, g.o, g.r FROM g JOIN records ON records.seq = g.lo",
             (PairedEval.KIND,)).fetchall()
         out = [(seq, record_from_dict(json.loads(text), coerce=False)) for seq, text in db.execute(
-            "SELECT seq, payload FROM records WHERE kind != ? ORDER BY seq", (PairedEval.KIND,))]
+            f"SELECT seq, payload FROM records WHERE kind != ? AND {self._LIVE} ORDER BY seq",
+            (PairedEval.KIND,))]
         for last, ident, st, nt, sc, nc, matched, cand, policy, objective, rnd in sums:
             out.append((last, PairedEval(cand, st, nt, sc, nc, round=rnd, matched=bool(matched),
                                          policy=policy, objective=objective, id=ident)))
@@ -415,13 +533,14 @@ class Ledger:
         return iter(self.records())
 
     def get(self, record_id: str) -> Record | None:
-        """The record stored under `record_id`, or None."""
+        """The record stored under `record_id` (void or not), or None."""
         row = (
             self._db().execute("SELECT payload FROM records WHERE id = ?", (record_id,)).fetchone()
         )
         return None if row is None else record_from_dict(json.loads(row[0]), coerce=False)
 
     def __contains__(self, item: Record | str) -> bool:
+        """Whether the id is stored (a void record is still stored: its id stays taken)."""
         ident = item.id if isinstance(item, Record) else item
         return (
             self._db().execute("SELECT 1 FROM records WHERE id = ?", (ident,)).fetchone()
@@ -429,25 +548,85 @@ class Ledger:
         )
 
     def __len__(self) -> int:
-        return int(self._db().execute("SELECT COUNT(*) FROM records").fetchone()[0])
+        """The number of records `records()` returns (void ones left out)."""
+        sql = f"SELECT COUNT(*) FROM records WHERE {self._LIVE}"
+        return int(self._db().execute(sql).fetchone()[0])
 
     def counts(self) -> dict[str, int]:
-        """Number of stored records per kind, for kinds present, in `RECORD_TYPES` order."""
+        """Number of records per kind (void ones left out), for kinds present, in `RECORD_TYPES` order."""
         got = dict(
-            self._db().execute("SELECT kind, COUNT(*) FROM records GROUP BY kind").fetchall()
+            self._db().execute(
+                f"SELECT kind, COUNT(*) FROM records WHERE {self._LIVE} GROUP BY kind"
+            ).fetchall()
         )
         return {k: int(got[k]) for k in RECORD_TYPES if k in got}
 
+    # ------------------------------------------------------------------ taking records back
+    def void(self, record_id: str, why: str) -> Record:
+        """Take a record back: it stays in the file, marked void with `why`, and is left out
+        of `records()`, `summed_records()`, `len()` and everything fitted from them.
+
+        Evidence is never deleted; a void record is still shown (by `voided` and
+        `records(include_void=True)`) and its id stays taken, so importing the same file
+        again does not bring it back. A void cannot be undone.
+
+        Args:
+            record_id: the id of a stored record.
+            why: the reason, kept with the mark (e.g. "candidate name mistyped").
+
+        Returns:
+            The record that was voided.
+
+        Raises:
+            InputError: an unknown id, a record already void, or an empty reason.
+
+        Example:
+            >>> with Ledger(":memory:") as ledger:
+            ...     _ = ledger.add(PairedEval("dr_typo", 3, 5, 2, 5, id="t1"))
+            ...     _ = ledger.void("t1", "candidate name mistyped")
+            ...     len(ledger), ledger.voided()["t1"]["why"]
+            (0, 'candidate name mistyped')
+        """
+        if not isinstance(record_id, str) or not record_id:
+            raise InputError("id", record_id, "the id of a stored record")
+        if not isinstance(why, str) or not why.strip():
+            raise InputError("why", why, "a non-empty reason for taking the record back")
+        _check_text("why", why)
+        with self.transaction():
+            db = self._db()
+            record = self.get(record_id)
+            if record is None:
+                raise InputError("id", record_id, "the id of a stored record")
+            row = db.execute("SELECT why FROM voids WHERE id = ?", (record_id,)).fetchone()
+            if row is not None:
+                raise InputError("id", record_id, f"a record not already void (void: {row[0]})")
+            db.execute(
+                "INSERT INTO voids (id, why, voided_at) VALUES (?, ?, ?)",
+                (record_id, why, datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")),
+            )
+        return record
+
+    def voided(self) -> dict[str, dict[str, str]]:
+        """The void records: id -> {"why", "voided_at"}, in the order they were voided."""
+        rows = self._db().execute("SELECT id, why, voided_at FROM voids ORDER BY rowid")
+        return {i: {"why": why, "voided_at": at} for i, why, at in rows}
+
     # ------------------------------------------------------------------ campaign meta
     def set_meta(self, key: str, value: Any) -> Any:
-        """Store a JSON-serializable `value` under `key` (replacing any previous value)."""
+        """Store a JSON-serializable `value` under `key` (replacing any previous value).
+
+        The value follows the limits of a record's JSON fields (`check_json`); mapping keys
+        that are numbers, booleans or None are written as text, as JSON writes them.
+        """
         if not isinstance(key, str) or not key.strip():
             raise InputError("meta.key", key, "a non-empty text key")
+        _check_text("meta.key", key)
+        check_json(f"meta.{key}", value, any_keys=True)
         try:
             text = json.dumps(value, sort_keys=True, allow_nan=False)
         except (TypeError, ValueError):
             raise InputError(
-                f"meta.{key}", value, "JSON-serializable data with finite numbers"
+                f"meta.{key}", shown(value), "JSON-serializable data with finite numbers"
             ) from None
         with self.transaction():
             self._db().execute(
@@ -469,32 +648,52 @@ class Ledger:
 
     # ------------------------------------------------------------------ files
     def import_csv(
-        self, path: str | os.PathLike, *, kind: str | type[Record] | None = None
+        self,
+        path: str | os.PathLike,
+        *,
+        kind: str | type[Record] | None = None,
+        candidates: Iterable[Any] | None = None,
     ) -> ImportResult:
-        """Import a CSV file atomically (see `bayes_s2r.evidence.io.read_csv` for the format)."""
+        """Import a CSV file atomically (see `bayes_s2r.evidence.io.read_csv` for the format).
+
+        Args:
+            path: the file.
+            kind: the record kind of rows without a `kind` cell.
+            candidates: when given (candidates or their names), a record naming a candidate
+                outside this set is refused before anything is stored.
+        """
         from bayes_s2r.evidence.io import read_csv
 
-        return self._import(path, read_csv(path, kind=_resolve_kind(kind)))
+        return self._import(path, read_csv(path, kind=_resolve_kind(kind)), candidates)
 
-    def import_json(self, path: str | os.PathLike) -> ImportResult:
-        """Import a JSON file atomically (see `bayes_s2r.evidence.io.read_json` for the format)."""
+    def import_json(
+        self, path: str | os.PathLike, *, candidates: Iterable[Any] | None = None
+    ) -> ImportResult:
+        """Import a JSON file atomically (see `bayes_s2r.evidence.io.read_json` for the format).
+
+        Args:
+            path: the file.
+            candidates: as for `import_csv`.
+        """
         from bayes_s2r.evidence.io import read_json
 
-        return self._import(path, read_json(path))
+        return self._import(path, read_json(path), candidates)
 
-    def _import(self, path, parsed) -> ImportResult:
+    def _import(self, path, parsed, candidates=None) -> ImportResult:
         records, sources = parsed
+        if candidates is not None:
+            check_candidates(records, candidates, where=lambda i: f"{path}, {sources[i]}")
         added = self.add_many(records, where=lambda i: f"{path}, {sources[i]}")
         return ImportResult(str(path), len(records), added)
 
     def export_csv(self, path: str | os.PathLike) -> int:
-        """Write every record to one CSV file (a `kind` column plus the union of fields)."""
+        """Write every record but the void ones to one CSV file (a `kind` column plus the union of fields)."""
         from bayes_s2r.evidence.io import write_csv
 
         return write_csv(self.records(), path)
 
     def export_json(self, path: str | os.PathLike) -> int:
-        """Write every record to a JSON file {"schema_version": ..., "records": [...]}."""
+        """Write every record but the void ones to a JSON file {"schema_version": ..., "records": [...]}."""
         from bayes_s2r.evidence.io import write_json
 
         return write_json(self.records(), path)

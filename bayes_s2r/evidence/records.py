@@ -11,13 +11,15 @@ keep identical trials apart across calls.
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import hashlib
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from bayes_s2r.errors import InputError
+from bayes_s2r.errors import InputError, shown
 
 __all__ = [
     "RECORD_TYPES",
@@ -30,6 +32,9 @@ __all__ = [
     "Record",
     "SensitivityTrial",
     "SystemIdRecord",
+    "check_json",
+    "loads_json",
+    "parse_json_int",
     "record_from_dict",
 ]
 
@@ -38,25 +43,45 @@ TIERS = ("direct", "proxy", "ablation")
 
 # ----------------------------------------------------------------------------- parsing
 # Each field has a kind; `_parse(kind, field, value, coerce)` returns the clean value or
-# raises InputError. `coerce=True` accepts the strings that CSV files carry.
+# raises InputError. `coerce=True` accepts the strings that CSV files carry. A value is
+# stored as given or refused: nothing is rounded, truncated or re-encoded on the way in.
 
 _INT_LIMIT = 2**63  # counts must fit the 64-bit integers of SQLite and NumPy
+_EXACT_FLOAT_INT = 2**53  # whole floats at or above this may already be rounded
+# Limits on the data of a JSON field (and of a ledger's meta values): deeper or larger
+# structures are refused before anything walks them recursively.
+JSON_MAX_DEPTH = 32
+JSON_MAX_ITEMS = 100_000
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
 
 
 def _parse_int(field, value, coerce):
+    expected = "a whole number >= 0 and < 2**63"
     if coerce and isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            raise InputError(field, value, "a whole number >= 0") from None
+        text = value.strip()
+        if _INT_TEXT.fullmatch(text):  # exact: never through a float
+            if len(text.lstrip("+-").lstrip("0")) > 19:
+                raise InputError(field, shown(value), expected)
+            value = int(text)
+        else:  # "50.0", "5e1": exact decimal arithmetic, so no digit is lost
+            try:
+                number = decimal.Decimal(text)
+            except decimal.InvalidOperation:
+                raise InputError(field, shown(value), "a whole number >= 0") from None
+            if not number.is_finite() or number.adjusted() > 19 or number != number.to_integral_value():
+                raise InputError(field, shown(value), expected)
+            value = int(number)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(field, value, "a whole number >= 0")
+        raise InputError(field, shown(value), "a whole number >= 0")
     if isinstance(value, int):
         if value < 0 or value >= _INT_LIMIT:
-            raise InputError(field, value, "a whole number >= 0 and < 2**63")
+            raise InputError(field, shown(value), expected)
         return value
-    if not math.isfinite(value) or value < 0 or value != int(value) or value >= _INT_LIMIT:
+    if not math.isfinite(value) or value < 0 or value != int(value):
         raise InputError(field, value, "a whole number >= 0")
+    if value >= _EXACT_FLOAT_INT:
+        raise InputError(field, value, "a whole number < 2**53 when written as a float "
+                                       "(write large counts without a decimal point)")
     return int(value)
 
 
@@ -66,23 +91,38 @@ def _parse_float(field, value, coerce, *, nonneg=False):
         try:
             value = float(value.strip())
         except ValueError:
-            raise InputError(field, value, expected) from None
+            raise InputError(field, shown(value), expected) from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(field, value, expected)
+        raise InputError(field, shown(value), expected)
     try:
         value = float(value)
     except OverflowError:  # an int too large for a float
-        raise InputError(field, value, expected) from None
+        raise InputError(field, shown(value), expected) from None
     if not math.isfinite(value) or (nonneg and value < 0):
         raise InputError(field, value, expected)
     return float(value)
+
+
+def _check_text(field, value):
+    """Refuse text that is not valid Unicode (lone or paired UTF-16 surrogates).
+
+    Such text cannot be written as UTF-8, so it would break every later export, and a
+    surrogate pair would come back from JSON as a different string.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError(
+            field, shown(value), f"valid Unicode text (character {e.start} is a UTF-16 surrogate)"
+        ) from None
 
 
 def _parse_str(field, value, coerce, *, optional=False):
     if optional and (value is None or (coerce and value == "")):
         return None
     if not isinstance(value, str) or not value.strip() or value != value.strip():
-        raise InputError(field, value, "a non-empty text without surrounding spaces")
+        raise InputError(field, shown(value), "a non-empty text without surrounding spaces")
+    _check_text(field, value)
     return value
 
 
@@ -96,33 +136,109 @@ def _parse_bool(field, value, coerce):
     if coerce and isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
         return bool(value)
     if not isinstance(value, bool):
-        raise InputError(field, value, "true or false")
+        raise InputError(field, shown(value), "true or false")
     return value
+
+
+class _BigNumber(str):
+    """An integer literal too long to read, kept as its text so a field check names it."""
+
+    def __repr__(self) -> str:
+        return f"<an integer of {len(self.lstrip('-'))} digits>"
+
+
+def parse_json_int(text: str):
+    """`parse_int` hook of `json.loads`: integer literals too long to read become a marker."""
+    return int(text) if len(text) <= 40 else _BigNumber(text)
+
+
+def loads_json(text: str, field: str):
+    """`json.loads` whose failures are InputErrors naming `field`.
+
+    Integer literals too long for Python to read come back as a marker that
+    `check_json` refuses, naming the field, instead of a ValueError naming nothing.
+    """
+    try:
+        return json.loads(text, parse_int=parse_json_int)
+    except json.JSONDecodeError as e:
+        raise InputError(field, shown(text), f"JSON text ({e.msg} at line {e.lineno} column {e.colno})") from None
+    except RecursionError:
+        raise InputError(field, shown(text), f"JSON nested at most {JSON_MAX_DEPTH} deep") from None
+
+
+def check_json(field: str, value: Any, *, any_keys: bool = False) -> None:
+    """Check that `value` is JSON data that is stored and read back exactly.
+
+    Accepted: None, booleans, integers in the 64-bit range, finite floats, valid Unicode
+    text, lists (and tuples) and mappings with text keys, nested at most `JSON_MAX_DEPTH`
+    deep and holding at most `JSON_MAX_ITEMS` values in all. With `any_keys`, mapping
+    keys may also be numbers, booleans or None (which JSON writes as text).
+
+    Raises:
+        InputError: naming the field and the path inside it (`field.key[2]`).
+    """
+    count = 0
+
+    def walk(v, where, depth):
+        nonlocal count
+        count += 1
+        if count > JSON_MAX_ITEMS:
+            raise InputError(field, f"more than {JSON_MAX_ITEMS} values",
+                             f"JSON data of at most {JSON_MAX_ITEMS} values")
+        if depth > JSON_MAX_DEPTH:
+            raise InputError(field, f"<data nested more than {JSON_MAX_DEPTH} deep>",
+                             f"JSON data nested at most {JSON_MAX_DEPTH} deep")
+        if v is None or isinstance(v, bool):
+            return
+        if isinstance(v, _BigNumber) or (isinstance(v, int) and not -_INT_LIMIT <= v < _INT_LIMIT):
+            raise InputError(where, shown(v), "an integer between -2**63 and 2**63 - 1")
+        if isinstance(v, int):
+            return
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                raise InputError(where, v, "a finite number")
+            return
+        if isinstance(v, str):
+            _check_text(where, v)
+            return
+        if isinstance(v, _FrozenMap):
+            v = dict(v)
+        if isinstance(v, Mapping):
+            for k, item in v.items():
+                if isinstance(k, str):
+                    _check_text(f"{where} key", k)
+                elif not (any_keys and (k is None or isinstance(k, (int, float)))):
+                    raise InputError(f"{where}.{k!r}", shown(k), "a text key (JSON keys are text)")
+                elif isinstance(k, (int, float)):
+                    walk(k, f"{where} key", depth + 1)
+                walk(item, f"{where}.{k}", depth + 1)
+            return
+        if isinstance(v, (list, tuple)):
+            for i, item in enumerate(v):
+                walk(item, f"{where}[{i}]", depth + 1)
+            return
+        raise InputError(where, shown(v), "JSON data: null, true/false, a number, text, a list or a mapping")
+
+    walk(value, field, 0)
 
 
 def _parse_json(field, value, coerce):
     if coerce and isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise InputError(field, value, "JSON text") from None
-    try:
-        json.dumps(value, allow_nan=False, sort_keys=True)
-    except (TypeError, ValueError):
-        raise InputError(field, value, "JSON-serializable data with finite numbers") from None
+        value = loads_json(value, field)
+    check_json(field, value)
     return _freeze(value)
 
 
 def _parse_floats(field, value, coerce):
     if coerce and isinstance(value, str):
         try:
-            value = json.loads(value) if value.strip().startswith("[") else [
+            value = loads_json(value, field) if value.strip().startswith("[") else [
                 float(v) for v in value.split(";") if v.strip()
             ]
         except ValueError:
-            raise InputError(field, value, "a list of finite numbers") from None
+            raise InputError(field, shown(value), "a list of finite numbers") from None
     if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
-        raise InputError(field, value, "a list of finite numbers")
+        raise InputError(field, shown(value), "a list of finite numbers")
     out = tuple(_parse_float(f"{field}[{i}]", v, coerce) for i, v in enumerate(value))
     if not out:
         raise InputError(field, value, "at least one number")
@@ -134,6 +250,8 @@ class _FrozenMap(tuple):
 
 
 def _freeze(value):
+    if isinstance(value, _FrozenMap):  # already frozen (a record copied with replace())
+        return value
     if isinstance(value, Mapping):
         return _FrozenMap(sorted((str(k), _freeze(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):
