@@ -109,6 +109,14 @@ def ledger_import(
     kind: Annotated[
         str | None, typer.Option(help="Record kind of CSV rows without a kind column.")
     ] = None,
+    candidates: Annotated[
+        Path | None,
+        typer.Option(
+            help="A candidates TOML file: a record naming a candidate not in it is refused "
+            "before anything is stored.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Import the records of FILE into the ledger at PATH: all of them, or none on any error."""
     from bayes_s2r.evidence.ledger import Ledger
@@ -116,9 +124,16 @@ def ledger_import(
     suffix = _suffix(file, "file")
     if suffix == ".json" and kind is not None:
         raise InputError("--kind", kind, "no --kind with a JSON file (each record names its kind)")
+    names = None
+    if candidates is not None:
+        from bayes_s2r.evidence.io import load_candidates
+
+        names = [c.name for c in load_candidates(candidates)]
     with Ledger(path, create=False) as ledger:
         result = (
-            ledger.import_csv(file, kind=kind) if suffix == ".csv" else ledger.import_json(file)
+            ledger.import_csv(file, kind=kind, candidates=names)
+            if suffix == ".csv"
+            else ledger.import_json(file, candidates=names)
         )
         _console().print(
             f"imported {file}: {result.read} records read, {result.added} new, "
@@ -176,14 +191,18 @@ def ledger_show(
     from bayes_s2r.evidence.records import RECORD_TYPES
 
     with Ledger(path, create=False) as ledger:
-        records = ledger.records(kind)
+        records = ledger.records(kind, include_void=True)
         counts = ledger.counts()
+        voided = ledger.voided()
     console = _console()
-    totals = Table(title=f"{path}: {sum(counts.values())} records")
+    title = f"{path}: {sum(counts.values())} records"
+    totals = Table(title=title + (f" in use, {len(voided)} void" if voided else ""))
     totals.add_column("kind")
     totals.add_column("records", justify="right")
     for k, n in counts.items():
         totals.add_row(k, str(n))
+    if voided:
+        totals.add_row("(void)", str(len(voided)))
     console.print(totals)
     shown = records[-limit:] if limit else []
     if not shown:
@@ -196,12 +215,19 @@ def ledger_show(
         collapse_padding=True,
     )
     table.add_column("#", justify="right")
+    any_void = any(r.id in voided for r in shown)
+
+    def void_cell(rec) -> list[str]:  # void records stay listed, marked with the reason
+        return [f"VOID: {voided[rec.id]['why']}" if rec.id in voided else ""] if any_void else []
+
     if kind is None:
         table.add_column("kind")
         table.add_column("id")
         table.add_column("fields")
+        if any_void:
+            table.add_column("void", overflow="fold")
         for i, rec in enumerate(shown, first):
-            table.add_row(str(i), rec.KIND, _short(rec.id), _summary(rec))
+            table.add_row(str(i), rec.KIND, _short(rec.id), _summary(rec), *void_cell(rec))
     else:  # one column per field, leaving out fields at their default in every shown record
         defaults = _defaults(shown[0])
         fields = [
@@ -214,11 +240,38 @@ def ledger_show(
             table.add_column("id", no_wrap=True)
         for f in fields:
             table.add_column(_HEADERS.get(f, f), overflow="fold")
+        if any_void:
+            table.add_column("void", overflow="fold")
         for i, rec in enumerate(shown, first):
             payload = rec.payload()
             cells = ["" if payload[f] is None else str(payload[f]) for f in fields]
-            table.add_row(str(i), *([_short(rec.id)] if named else []), *cells)
+            table.add_row(str(i), *([_short(rec.id)] if named else []), *cells, *void_cell(rec))
     console.print(table)
+
+
+@ledger_app.command("void")
+def ledger_void(
+    path: LedgerPath,
+    record_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The id of the record to take back.", show_default=False)
+    ],
+    why: Annotated[
+        str, typer.Option("--why", help="Why the record is taken back (kept with it).", show_default=False)
+    ],
+) -> None:
+    """Take record ID of the ledger at PATH back: kept and shown, marked void, left out of fits.
+
+    Nothing is deleted; use it for a record that should never have been stored (a mistyped
+    candidate name, a run imported twice under different ids).
+    """
+    from bayes_s2r.evidence.ledger import Ledger
+
+    with Ledger(path, create=False) as ledger:
+        record = ledger.void(record_id, why)
+        _console().print(
+            f"voided {record.KIND} {record_id} ({_summary(record)}): {why}; "
+            f"the ledger holds {len(ledger)} records in use"
+        )
 
 
 @ledger_app.command("export")

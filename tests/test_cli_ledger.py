@@ -144,3 +144,68 @@ def test_cli_module_does_not_import_jax_by_itself():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+TYPO_CSV = (
+    "kind,id,candidate,successes_treated,episodes_treated,successes_control,episodes_control\n"
+    "paired_eval,,dr_wide,30,50,20,50\n"
+    "paired_eval,t1,dr_typo_friction,30,50,20,50\n"
+)
+EXAMPLE_CANDIDATES = str(importlib.resources.files("bayes_s2r") / "examples" / "candidates.toml")
+
+
+def test_import_with_candidates_refuses_a_mistyped_name_and_stores_nothing(runner, tmp_path):
+    db = str(tmp_path / "l.sqlite")
+    f = tmp_path / "typo.csv"
+    f.write_text(TYPO_CSV)
+    _ok(runner, "ledger", "init", db)
+    result = runner.invoke(app, ["ledger", "import", db, str(f), "--candidates", EXAMPLE_CANDIDATES])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "typo.csv, row 3: paired_eval.candidate='dr_typo_friction': expected a candidate" in result.stderr
+    with Ledger(db) as ledger:
+        assert len(ledger) == 0
+    f.write_text(TYPO_CSV.replace("dr_typo_friction", "dr_narrow"))
+    assert "2 new" in _ok(runner, "ledger", "import", db, str(f), "--candidates", EXAMPLE_CANDIDATES)
+
+
+def test_void_takes_a_record_back_and_show_marks_it(runner, tmp_path):
+    db = str(tmp_path / "l.sqlite")
+    f = tmp_path / "typo.csv"
+    f.write_text(TYPO_CSV)
+    _ok(runner, "ledger", "init", db)
+    _ok(runner, "ledger", "import", db, str(f))
+    out = " ".join(_ok(runner, "ledger", "void", db, "t1", "--why", "candidate name mistyped").split())
+    assert "voided paired_eval t1" in out and "holds 1 records in use" in out
+    for args in ([], ["--kind", "paired_eval"]):
+        shown = " ".join(_ok(runner, "ledger", "show", db, *args).split())
+        assert "1 records in use, 1 void" in shown
+        assert "VOID: candidate name" in shown and "dr_typo_fric" in shown
+    with Ledger(db) as ledger:
+        assert [r.candidate for r in ledger.records()] == ["dr_wide"]
+        assert ledger.get("t1").candidate == "dr_typo_friction"  # kept in the file
+    for args, message in [
+        (["t1", "--why", "again"], "id='t1': expected a record not already void"),
+        (["nope", "--why", "x"], "id='nope': expected the id of a stored record"),
+        (["t1", "--why", " "], "why=' ': expected a non-empty reason"),
+    ]:
+        result = runner.invoke(app, ["ledger", "void", db, *args])
+        assert result.exit_code == 2 and result.stderr.startswith("error: ")
+        assert message in result.stderr and result.stderr.count("\n") == 1
+    assert runner.invoke(app, ["ledger", "void", db, "t1"]).exit_code == 2  # --why is required
+    with Ledger(db) as ledger:
+        assert ledger.voided()["t1"]["why"] == "candidate name mistyped"
+
+
+def test_a_ledger_with_any_text_stays_showable_and_exportable(runner, tmp_path):
+    db = str(tmp_path / "l.sqlite")
+    bad = tmp_path / "surr.json"
+    bad.write_text(json.dumps([{"kind": "execution_outcome", "candidate": "\ud800", "executions": 1, "unsafe": 0}]))
+    _ok(runner, "ledger", "init", db)
+    result = runner.invoke(app, ["ledger", "import", db, str(bad)])
+    assert result.exit_code == 2 and "execution_outcome.candidate='\\ud800'" in result.stderr
+    good = tmp_path / "astral.json"
+    good.write_text(json.dumps([{"kind": "execution_outcome", "candidate": "π_😀", "executions": 1, "unsafe": 0}]))
+    _ok(runner, "ledger", "import", db, str(good))
+    assert "π_😀" in _ok(runner, "ledger", "show", db)
+    for fmt in ("csv", "json"):
+        _ok(runner, "ledger", "export", db, str(tmp_path / f"out.{fmt}"))
