@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -29,9 +29,10 @@ from numpyro.distributions.transforms import biject_to
 from numpyro.infer.hmc import hmc
 from numpyro.infer.util import constrain_fn, potential_energy
 
-from bayes_s2r.belief.data import PreparedGains, prepare_gains
+from bayes_s2r.belief.data import PreparedGains, iter_records, prepare_gains
 from bayes_s2r.belief.posterior import DIAGNOSTIC_THRESHOLDS, GainBelief, diagnose_draws
-from bayes_s2r.errors import InputError
+from bayes_s2r.errors import InputError, shown
+from bayes_s2r.evidence.records import PairedEval, PairedReturns
 from bayes_s2r.models.gains import GainPrior, gains_model
 from bayes_s2r.vocab import Candidate
 
@@ -249,6 +250,21 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", s
     if method not in METHODS:
         raise InputError("method", method, f"one of {METHODS}")
     seed = _require_int("seed", seed, 0)
+    if seed >= 2**63:  # the PRNG key holds a 64-bit seed
+        raise InputError("seed", shown(seed), "a whole number >= 0 and < 2**63")
+    if isinstance(candidates, (str, bytes, Mapping)) or not isinstance(candidates, Iterable):
+        raise InputError("candidates", candidates, "a sequence of Candidate")
+    candidates = tuple(candidates)
+    if not isinstance(objective, str):
+        raise InputError("objective", objective, "an objective name (text)")
+    evidence = iter_records(evidence)   # read once (a Ledger, a list or a generator)
+    # Evidence is selected by objective: a name nothing carries would silently fit the prior.
+    known = {"success"} | {o for c in candidates for o in getattr(c, "objectives", ())}
+    present = {r.objective for r in evidence if isinstance(r, (PairedEval, PairedReturns))}
+    if objective not in known | present:
+        raise InputError("objective", objective,
+                         f"an objective of the evidence {sorted(present)} or of the candidates "
+                         f"{sorted(known)}")
     prep = prepare_gains(evidence, candidates, current_policy=current_policy, lineage=lineage,
                          prior=prior, objective=objective, use_sensitivity=use_sensitivity)
     if method == "svi":
