@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from bayes_s2r.cli import _console, app
+from bayes_s2r.cli_decide import print_view
 from bayes_s2r.errors import InputError
 
 __all__ = [
@@ -54,54 +55,22 @@ def _executor(world: dict[str, Any]):
                            train_iterations=world["train_iterations"])
 
 
-def _note(row, alpha: float) -> str:
-    """Why a candidate cannot be chosen, in a few words (the decision table has the long form)."""
-    if row["feasible"]:
-        return ""
-    notes = []
-    if row.get("done"):
-        notes.append("already run")
-    if not row["safe"]:
-        notes.append(f"unsafe: UCB {row['ucb_exec']:.2f}>{alpha:g}")
-    if not row["affordable"]:
-        notes.append("over budget")
-    return ", ".join(notes) or "excluded"
-
-
 def _budget_text(b) -> str:
-    return f"real {b.real:.2f} h, compute {b.compute:.3f} h, eng {b.eng:.1f} h"
+    from bayes_s2r.report.columns import resources_text
+
+    return resources_text({"real": b.real, "compute": b.compute, "eng": b.eng})
 
 
 def decision_summary(decision, t: int, budget, alpha_exec: float):
-    """One screen for one decision: the choice, its stability, and the U0 / CVU / Q table."""
-    from rich import box
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
+    """One screen for one decision: the choice, its stability, and the table in the same
+    columns as `bayes-s2r decide` and the report."""
+    from bayes_s2r.cli_decide import _choice_line, decision_view
+    from bayes_s2r.report.columns import rows_of
 
-    if decision.best is not None:
-        head = (f"[bold]round {t}[/]: chose [bold green]{decision.best}[/]  "
-                f"(p_best {1 - decision.flip_probability:.2f}, flip probability "
-                f"{decision.flip_probability:.2f})")
-    else:
-        head = (f"[bold]round {t}[/]: [bold yellow]stop ({decision.stop_reason})[/]  "
-                f"(p_best(stop) {1 - decision.flip_probability:.2f})")
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1),
-                  collapse_padding=True)
-    table.add_column("candidate", no_wrap=True)
-    for col in ("mu_dJ", "C_lam", "U0", "CVU", "Q", "p_best"):
-        table.add_column(col, justify="right", no_wrap=True)
-    table.add_column("not feasible", no_wrap=True)
-    rows = decision.table.sort_values("Q", ascending=False)
-    p_best = decision.p_best
-    for name, row in rows.iterrows():
-        style = "bold green" if name == decision.best else ("dim" if not row["feasible"] else None)
-        pb = f"{float(p_best[name]):.2f}" if name in p_best.index else ""
-        table.add_row(name, f"{row['mu_dJ']:+.3f}", f"{row['C_lambda']:.3f}", f"{row['U0']:+.3f}",
-                      f"{row['CVU']:+.3f}", f"{row['Q']:+.3f}", pb, _note(row, alpha_exec), style=style)
-    foot = Text(f"C_lam: cost priced in J; p_best: share of posterior draws it wins\n"
-                f"budget before the round: {_budget_text(budget)}", style="dim")
-    return Group(head, table, foot)
+    del alpha_exec  # each exclusion's reason already names the level it failed
+    rows = rows_of(decision.table, decision.p_best)
+    return decision_view(decision, rows, f"[bold]round {t}[/]: " + _choice_line(decision),
+                         [f"budget before the round: {_budget_text(budget)}"])
 
 
 def _execution_line(report, t: int) -> str:
@@ -118,7 +87,7 @@ def _execution_line(report, t: int) -> str:
         policy = "policy unchanged"
     else:
         policy = f"policy {ex.policy} adopted" if report.adopted else f"policy {ex.policy} not adopted"
-    return (f"  ran {d.best}: believed {believed:+.3f}, {realized}\n"
+    return (f"  ran {d.best}: believed μ_ΔJ {believed:+.3f}, {realized}\n"
             f"  {policy}; spent {_budget_text(ex.cost)}")
 
 
@@ -127,7 +96,7 @@ def _deployment_line(dep: dict) -> str:
     return (f"[bold]stopped[/] ({dep['stop_reason']}) at round {dep['round']}: deployed policy "
             f"{dep['policy']}, J_real {dep['J_real']:.2f} ({dep['successes']}/{dep['episodes']})\n"
             f"  deployment check: unsafe {dep['unsafe']}/{dep['episodes']}, UCB {dep['ucb_unsafe']:.3f} "
-            f"vs alpha_deploy {dep['alpha_deploy']:g}: {verdict}")
+            f"vs α_deploy {dep['alpha_deploy']:g}: {verdict}")
 
 
 def _round_printer(console, progress, task, state0):
@@ -137,7 +106,7 @@ def _round_printer(console, progress, task, state0):
         t = report.state.round - 1  # the round that was just committed
         d = report.decision
         if d is not None:
-            console.print(decision_summary(d, t, budget[0], report.state.config.alpha_exec))
+            print_view(console, decision_summary(d, t, budget[0], report.state.config.alpha_exec))
         if report.execution is not None:
             console.print(_execution_line(report, t))
         if report.deployment is not None:
@@ -145,8 +114,12 @@ def _round_printer(console, progress, task, state0):
         console.print()
         budget[0] = report.state.budget
         total = progress.tasks[task].total
-        progress.update(task, completed=min(report.state.round, total),
-                        description=f"round {min(report.state.round, total)}/{total}")
+        if report.deployment is not None:  # stopped: the bar ends where the campaign did
+            done = report.deployment["round"]
+            progress.update(task, total=max(done, 1), completed=done, description=f"stopped at round {done}")
+        else:
+            progress.update(task, completed=min(report.state.round, total),
+                            description=f"round {min(report.state.round, total)}/{total}")
 
     return show
 

@@ -16,7 +16,16 @@ from bayes_s2r.cli import _console, app
 from bayes_s2r.errors import InputError
 from bayes_s2r.vocab import RESOURCES, Budget, ResourceWeights
 
-__all__ = ["decide_command", "fit_command", "parse_resources", "prior_command", "report_command"]
+__all__ = [
+    "UTILITY_CHOICES",
+    "decide_command",
+    "decision_view",
+    "fit_command",
+    "parse_resources",
+    "print_view",
+    "prior_command",
+    "report_command",
+]
 
 
 def parse_resources(text: str, field: str, *, allowed=RESOURCES) -> dict[str, float]:
@@ -66,13 +75,20 @@ def _read_prior(path: Path | None):
 
 
 def _side_tables(path: Path) -> dict:
-    """The [budget] and [weights] tables of a candidates TOML file, if any."""
+    """The [budget] and [weights] tables of a candidates TOML file, if any.
+
+    An unreadable or malformed file is reported by `load_candidates`, which names the
+    problem; it fails before it loads anything heavy.
+    """
     import tomllib
 
     try:
         data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError):
-        return {}  # load_candidates reports the problem with the file itself
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        from bayes_s2r.evidence.io import load_candidates
+
+        load_candidates(path)
+        raise
     return {k: data[k] for k in ("budget", "weights") if isinstance(data.get(k), dict)}
 
 
@@ -139,13 +155,152 @@ def fit_command(
     console.print(risk_table.round(4).to_string())
 
 
+#: The decision functionals of `decide` (bayes_s2r.decision.config.UTILITIES), named here so a
+#: typo is reported before JAX loads; a test keeps the two lists equal.
+UTILITY_CHOICES = ("mean", "lcb", "cvar", "adopt")
+
+
+def _budget(text: str | None, tables: dict, candidates: Path) -> tuple[Budget, str]:
+    """The budget from --budget, each resource it leaves out taken from the file's [budget].
+
+    Returns the budget and a line saying where each part came from.
+    """
+    given = parse_resources(text, "--budget") if text is not None else {}
+    table = tables.get("budget", {})
+    missing = [k for k in RESOURCES if k not in given and k not in table]
+    if missing:
+        raise InputError("--budget", text, f"a value for {', '.join(missing)} (or a [budget] table in "
+                         f"{candidates} that has it), e.g. real=10,compute=100,eng=40")
+    values = {k: given.get(k, table.get(k)) for k in RESOURCES}
+    budget = Budget.from_mapping(values, field=f"{candidates}: budget" if not given else "--budget")
+    from_file = [k for k in RESOURCES if k not in given]
+    where = ("from --budget" if not from_file else f"from {candidates} [budget]" if not given else
+             f"{' and '.join(k for k in RESOURCES if k in given)} from --budget; "
+             f"{' and '.join(from_file)} from {candidates} [budget]")
+    return budget, where
+
+
+def _decision_round(records) -> int:
+    """The round a new decision is recorded as: the next one after the last decision, or the
+    same round when nothing but decisions was recorded since (the later one then replaces it)."""
+    from bayes_s2r.evidence.records import DecisionRecord
+
+    decided = [i for i, r in enumerate(records) if isinstance(r, DecisionRecord)]
+    if not decided:
+        return 0
+    last = records[decided[-1]]
+    return last.round if decided[-1] == len(records) - 1 else last.round + 1
+
+
+def _gate_hints(decision, records, alpha: float, delta: float) -> dict[str, str]:
+    """For each candidate the safety gate excludes: what execution evidence would open it."""
+    from bayes_s2r.evidence.records import ExecutionOutcome
+    from bayes_s2r.report.columns import gate_hint
+
+    out = {}
+    for name, row in decision.table.iterrows():
+        if bool(row.get("safe", True)):
+            continue
+        mine = [r for r in records if isinstance(r, ExecutionOutcome) and r.candidate == name]
+        out[name] = gate_hint(name, sum(r.unsafe for r in mine), sum(r.executions for r in mine), alpha, delta)
+    return out
+
+
+def _short(why: str) -> str:
+    """The first words of each reason ("unsafe", "unaffordable", "already run")."""
+    return ", ".join(part.split(":")[0].split(" (")[0].strip() for part in why.split(";") if part.strip())
+
+
+def decision_view(decision, rows: list[dict], head: str, foot: list[str]):
+    """The decision as one screen: a head line, the table in the shared vocabulary, the legend
+    and the lines of `foot`. Used by `decide` and by each round of `demo`."""
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    from bayes_s2r.report.columns import COLUMNS, headers, legend
+
+    names = headers(decision.utility_label)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), collapse_padding=True)
+    table.add_column("candidate", no_wrap=True)
+    table.add_column("role", no_wrap=True)
+    for col in COLUMNS:  # Text headers: "E[ΔJ·P(adopt|ΔJ)]" is not console markup
+        table.add_column(Text(names[col]), justify="right", no_wrap=True)
+    excluded = [r for r in rows if not r["feasible"]]
+    if excluded:
+        table.add_column("not feasible", no_wrap=True)
+    for r in rows:
+        style = "bold green" if r["name"] == decision.best else ("dim" if not r["feasible"] else None)
+        cells = [("" if math.isnan(r[c]) else f"{r[c]:.2f}" if c == "p_best" else
+                  f"{r[c]:.3f}" if c == "C_lambda" else f"{r[c]:+.3f}") for c in COLUMNS]
+        table.add_row(r["name"], str(r["role"]), *cells, *([_short(r["why"])] if excluded else []), style=style)
+    lines = [legend(decision.utility_label, decision.config.beta)]
+    lines += [f"not feasible: {r['name']}: {r['why']}" + (f"; {r['gate']}" if r["gate"] else "")
+              for r in excluded]
+    lines += foot
+    return Group(Text.from_markup(head), table, Text("\n".join(lines), style="dim"))
+
+
+def print_view(console, view) -> None:
+    """Print a `decision_view` with its table at full width: a narrow or piped console
+    (80 columns) would otherwise cut the numbers short; the terminal wraps long lines."""
+    table = view.renderables[1]
+    wide = console.measure(table, options=console.options.update_width(1000)).maximum
+    width = console.width
+    console.width = max(width, wide)  # print(width=) cannot go above the console's own width
+    try:
+        console.print(view)
+    finally:
+        console.width = width
+
+
+def _choice_line(decision) -> str:
+    if decision.best is not None:
+        return (f"[bold]chose [green]{decision.best}[/green][/bold]  (p_best {1 - decision.flip_probability:.2f}, "
+                f"flip probability {decision.flip_probability:.2f})")
+    return (f"[bold yellow]stop ({decision.stop_reason})[/]  "
+            f"(p_best(stop) {1 - decision.flip_probability:.2f})")
+
+
+def _settings_line(decision) -> str:
+    from bayes_s2r.report.columns import UNITS
+
+    lam = ", ".join(f"{k} {v:g} J/{UNITS[k]}" for k, v in decision.lambda_.items())
+    stop = ("terminal round: no look-ahead (CVU = 0)" if math.isnan(decision.g0_null)
+            else f"stopping scores Q(stop) {decision.stop_Q:+.3f}")
+    return (f"utility {decision.utility_label}, β {decision.config.beta:g}, weights λ: {lam}; "
+            f"current J {decision.j_now:.3f}; {stop}")
+
+
+def _robustness_line(decision) -> str:
+    rob = "; ".join(f"λ_{r.resource} in [{r.low:.3g}, {r.high:.3g}] (now {r.current:.3g})"
+                    for r in decision.weight_robustness.itertuples())
+    return f"the choice stays the same while {rob} (each with the others fixed)"
+
+
+def _record(ledger_path: Path, decision, round_: int, budget: Budget, belief, settings: dict) -> None:
+    """Add the decision to the ledger as a DecisionRecord, with what the report reads."""
+    import dataclasses
+
+    from bayes_s2r.evidence.ledger import Ledger
+
+    rec = decision.to_record(round=round_)
+    summary = belief.summary()
+    extra = {**dict(rec.extra), **settings, "budget": dict(zip(RESOURCES, budget.as_array().tolist())),
+             "belief": json.loads(summary.to_json(orient="index")), "hdi_prob": 0.9,
+             "source": "bayes-s2r decide"}
+    with Ledger(ledger_path, create=False) as ledger:
+        ledger.add(dataclasses.replace(rec, extra=extra, id=None))
+
+
 @app.command("decide")
 def decide_command(
     ledger: LedgerOpt,
     candidates: CandidatesOpt,
     budget: Annotated[str | None, typer.Option(
-        help="Remaining budget, e.g. real=10,compute=100,eng=40 (default: the [budget] table "
-             "of the candidates file).", show_default=False)] = None,
+        help="Remaining budget, e.g. real=10,compute=100,eng=40; a resource left out is taken from "
+             "the [budget] table of the candidates file (default: that table).", show_default=False)] = None,
     weights: Annotated[str | None, typer.Option(
         help="Resource weights in J per unit, e.g. real=0.02,compute=0.001,eng=0.004,scarcity=0 "
              "(default: the [weights] table of the candidates file, else the package defaults).",
@@ -157,54 +312,67 @@ def decide_command(
     beta: Annotated[float, typer.Option(help="Weight of the look-ahead value CVU in Q.")] = 1.0,
     cvu_samples: Annotated[int, typer.Option(help="Simulated outcomes per candidate.")] = 1024,
     utility: Annotated[str, typer.Option(
-        help="Decision functional: mean, lcb, cvar, or adopt (a new policy is kept only if it "
-             "evaluates better: a try is worth E[max(gain, 0)]).")] = "mean",
+        help="Decision functional: mean, lcb, cvar, or adopt (a new policy is kept only if its paired "
+             "evaluation shows it better: a try is worth E[ΔJ·P(adopt|ΔJ)]).")] = "mean",
     lookahead_depth: Annotated[int, typer.Option(
         help="Decisions the look-ahead sees after the one it scores: 1, or 2 to value a cheap "
              "experiment by the tries it can save (slower: use fewer --cvu-samples, e.g. 128).")] = 1,
     seed: Annotated[int, typer.Option(help="Seed of the fit and the look-ahead.")] = 0,
+    record: Annotated[bool, typer.Option(
+        "--record/--no-record", help="Add the decision to the ledger, so `report` shows it.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Which candidate should the next unit of budget go to, on the evidence in a ledger?"""
-    from bayes_s2r.decision import decide
-    from bayes_s2r.decision.config import UTILITIES
-    from bayes_s2r.evidence.io import load_candidates
-
-    load_candidates(candidates)  # a missing or malformed file is named before anything else
-    gain_prior = _read_prior(prior)
-    if utility not in UTILITIES:
-        raise InputError("--utility", utility, " or ".join(UTILITIES))
-    tables = _side_tables(candidates)
-    if budget is not None:
-        b = Budget.from_mapping(parse_resources(budget, "--budget"))
-    elif "budget" in tables:
-        b = Budget.from_mapping(tables["budget"], field=f"{candidates}: budget")
-    else:
-        raise InputError("--budget", None, "a budget, e.g. real=10,compute=100,eng=40, or a [budget] "
-                         "table in the candidates file")
+    # every check that needs no JAX comes first, so a typo is reported at once: reading the
+    # candidates themselves loads the outcome models, and with them JAX (about 2 s)
+    tables = _side_tables(candidates)  # a missing or malformed file is named before anything else
+    if utility not in UTILITY_CHOICES:
+        raise InputError("--utility", utility, " or ".join(UTILITY_CHOICES))
+    b, budget_source = _budget(budget, tables, candidates)
     if weights is not None:
         w = ResourceWeights(**parse_resources(weights, "--weights", allowed=(*RESOURCES, "scarcity")))
     else:
         w = _weights_table(tables.get("weights", {}), f"{candidates}: weights")
+    gain_prior = _read_prior(prior)
     records, cands = _open_evidence(ledger, candidates)
+
+    from bayes_s2r.decision import decide
+    from bayes_s2r.report.columns import headers, legend, resources_text, rows_of
+
     belief, risk = _fit(records, cands, method, seed, gain_prior)
     d = decide(belief, cands, b, w, risk=risk, alpha_exec=alpha_exec, delta=delta, beta=beta,
                cvu_samples=cvu_samples, seed=seed, utility=utility, allow_bad_belief=True,
                lookahead_depth=lookahead_depth)
+    gate = _gate_hints(d, records, alpha_exec, delta)
+    rows = rows_of(d.table, d.p_best, gate)
+    round_ = _decision_round(records) if record else None
+    if record:
+        _record(ledger, d, round_, b, belief, {"alpha_exec": alpha_exec, "delta": delta, "beta": beta})
     if as_json:
         typer.echo(json.dumps({
-            "best": d.best, "stop_reason": d.stop_reason,
+            "best": d.best, "stop_reason": d.stop_reason, "utility": d.utility_label,
+            "columns": {"name": "candidate", "role": "role", **headers(d.utility_label),
+                        "why": "not feasible", "gate": "what would open the safety gate"},
+            "legend": legend(d.utility_label, beta),
             "flip_probability": float(d.flip_probability),
             "p_best": {k: float(v) for k, v in d.p_best.items()},
+            "stop_Q": float(d.stop_Q), "current_J": float(d.j_now),
             "belief_ok": bool(belief.diagnostics["ok"]),
-            "table": json.loads(d.table.reset_index().to_json(orient="records")),
+            "budget": dict(zip(RESOURCES, b.as_array().tolist())),
+            "table": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+                      for r in rows],
             "weight_robustness": _frame_json(d.weight_robustness),
+            "recorded_round": round_,
         }, indent=1))
         return
     console = _console()
     if not belief.diagnostics["ok"]:
         console.print(f"[bold]warning:[/] the belief failed its diagnostics ({belief.diagnostics['reason']})")
-    console.print(d.text())
+    foot = [f"budget: {resources_text(dict(zip(RESOURCES, b.as_array().tolist())))} ({budget_source})",
+            _settings_line(d), _robustness_line(d)]
+    foot.append(f"recorded in {ledger} as round {round_} (--no-record to skip)" if record
+                else "not recorded (--no-record)")
+    print_view(console, decision_view(d, rows, _choice_line(d), foot))
 
 
 @app.command("prior")

@@ -72,7 +72,7 @@ def test_demo_prints_one_summary_per_decision(demo):
         if rec.table:  # a stop at the round limit has no table to show
             what = f"chose {rec.chosen}" if rec.chosen else f"stop ({rec.stop_reason})"
             assert re.search(rf"round {rec.round}: {re.escape(what)}", stdout), stdout
-    for column in ("mu_dJ", "C_lam", "U0", "CVU", "Q", "p_best"):
+    for column in ("E[ΔJ·P(adopt|ΔJ)]", "C_λ", "U0", "CVU", "Q", "p_best"):  # the campaign's utility is adopt
         assert column in stdout
     assert "stopped (" in stdout and "deployable" in stdout
     assert "report:" in stdout and str(out / "index.html") in stdout.replace("\n", "")
@@ -108,7 +108,7 @@ def test_decide_json_on_the_example_ledger(example_ledger):
         "--cvu-samples", "128", "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    rows = {r["candidate"]: r for r in out["table"]}
+    rows = {r["name"]: r for r in out["table"]}
     assert out["best"] in rows and rows[out["best"]]["feasible"] is True
     assert out["stop_reason"] is None
     assert sum(out["p_best"].values()) == pytest.approx(1.0)
@@ -134,9 +134,9 @@ def test_decide_table_with_budget_and_weights(example_ledger):
         "--cvu-samples", "64", "--budget", "real=0,compute=100,eng=40",
         "--weights", "real=0.02,compute=0.001,eng=0.004"])
     assert result.exit_code == 0, result.output
-    assert "Chosen:" in result.stdout and "Excluded:" in result.stdout
+    assert "chose " in result.stdout and "not feasible: " in result.stdout
     # no robot-hours left: everything that spends them is out
-    (line,) = [ln for ln in result.stdout.splitlines() if ln.strip().startswith("ft_real:")]
+    (line,) = [ln for ln in result.stdout.splitlines() if ln.strip().startswith("not feasible: ft_real:")]
     assert "unaffordable" in line
 
 

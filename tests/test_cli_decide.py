@@ -1,0 +1,161 @@
+"""`bayes-s2r decide` on a user's own ledger: budgets, the record it leaves, the safety gate's
+advice, one table vocabulary, and how fast a typo is reported."""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+import bayes_s2r.cli_campaign
+import bayes_s2r.cli_decide
+from bayes_s2r.cli import app
+from bayes_s2r.evidence.ledger import Ledger
+from bayes_s2r.evidence.records import PairedEval
+
+EXAMPLES = importlib.resources.files("bayes_s2r") / "examples"
+EXAMPLE_CSV = str(EXAMPLES / "ledger.csv")
+EXAMPLE_TOML = str(EXAMPLES / "candidates.toml")
+FAST = ["--method", "svi", "--cvu-samples", "64"]
+
+NEW_ROBOT_CANDIDATE = """
+[[candidate]]
+name = "ft_new_gripper"
+role = "adaptation"
+lens = "optimization"
+method = "FT"
+cost = { real = 2.0, compute = 1.0, eng = 2.0 }
+touches_robot = true
+outcome = { kind = "binomial_paired", episodes = 50 }
+"""
+
+
+@pytest.fixture()
+def ledger(tmp_path):
+    path = tmp_path / "evidence.sqlite"
+    with Ledger(path) as led:
+        led.import_csv(EXAMPLE_CSV)
+    return path
+
+
+def _decide(*args):
+    result = CliRunner().invoke(app, ["decide", *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_a_partial_budget_takes_the_other_resources_from_the_candidates_file(ledger):
+    out = json.loads(_decide("--ledger", str(ledger), "--candidates", EXAMPLE_TOML, "--budget", "real=8",
+                             "--no-record", "--json", *FAST))
+    assert out["budget"] == {"real": 8.0, "compute": 100.0, "eng": 40.0}  # the file's [budget]
+    assert out["stop_reason"] != "budget"
+    text = _decide("--ledger", str(ledger), "--candidates", EXAMPLE_TOML, "--budget", "real=8", "--no-record",
+                   *FAST)
+    assert "real from --budget; compute and eng from" in " ".join(text.split())
+
+
+def test_a_partial_budget_without_a_budget_table_names_what_is_missing(ledger, tmp_path):
+    toml = tmp_path / "candidates.toml"
+    text = (EXAMPLES / "candidates.toml").read_text()
+    toml.write_text(text.replace("[budget]\nreal = 10.0\ncompute = 100.0\neng = 40.0\n", ""))
+    result = CliRunner().invoke(app, ["decide", "--ledger", str(ledger), "--candidates", str(toml),
+                                      "--budget", "real=8"])
+    assert result.exit_code == 2
+    assert "expected a value for compute, eng" in result.stderr
+
+
+def test_decide_records_its_decision_unless_told_not_to(ledger):
+    _decide("--ledger", str(ledger), "--candidates", EXAMPLE_TOML, "--no-record", *FAST)
+    with Ledger(ledger, create=False) as led:
+        assert led.records("decision") == []
+    out = _decide("--ledger", str(ledger), "--candidates", EXAMPLE_TOML, *FAST)
+    assert "as round 0" in out
+    with Ledger(ledger, create=False) as led:
+        (rec,) = led.records("decision")
+    payload = rec.payload()
+    assert rec.round == 0 and all("name" in row for row in payload["table"])
+    assert payload["extra"]["budget"] == {"real": 10.0, "compute": 100.0, "eng": 40.0}
+    assert payload["extra"]["alpha_exec"] == 0.05 and payload["extra"]["belief"]
+    # deciding again on the same evidence replaces that round rather than adding one
+    _decide("--ledger", str(ledger), "--candidates", EXAMPLE_TOML, "--seed", "1", *FAST)
+    with Ledger(ledger, create=False) as led:
+        assert {r.round for r in led.records("decision")} == {0}
+        led.add(PairedEval("dr_wide", 40, 50, 30, 50, round=0))  # new evidence: the next round
+    out = json.loads(_decide("--ledger", str(ledger), "--candidates", EXAMPLE_TOML, "--json", *FAST))
+    assert out["recorded_round"] == 1
+
+
+def test_a_robot_candidate_without_executions_says_what_would_open_the_gate(ledger, tmp_path):
+    toml = tmp_path / "candidates.toml"
+    toml.write_text((EXAMPLES / "candidates.toml").read_text() + NEW_ROBOT_CANDIDATE)
+    out = json.loads(_decide("--ledger", str(ledger), "--candidates", str(toml), "--no-record", "--json", *FAST))
+    row = next(r for r in out["table"] if r["name"] == "ft_new_gripper")
+    assert not row["feasible"] and row["why"].startswith("unsafe")
+    assert "no executions on record; 59 more executions without an unsafe event" in row["gate"]
+    assert "ExecutionOutcome" in row["gate"]
+    text = " ".join(_decide("--ledger", str(ledger), "--candidates", str(toml), "--no-record", *FAST).split())
+    assert "not feasible: ft_new_gripper: unsafe" in text and "59 more executions" in text
+
+
+def test_one_vocabulary_with_the_utility_in_the_header(ledger):
+    out = json.loads(_decide("--ledger", str(ledger), "--candidates", EXAMPLE_TOML, "--utility", "adopt",
+                             "--no-record", "--json", *FAST))
+    assert out["columns"]["gain"] == "E[ΔJ·P(adopt|ΔJ)]"
+    assert "U0 = E[ΔJ·P(adopt|ΔJ)] − C_λ" in out["legend"]
+    for r in out["table"]:
+        assert r["U0"] == pytest.approx(r["gain"] - r["C_lambda"])
+        assert r["Q"] == pytest.approx(r["U0"] + r["CVU"])
+    assert {r["name"] for r in out["table"]} >= set(out["p_best"]) - {"(stop)"}
+    text = _decide("--ledger", str(ledger), "--candidates", EXAMPLE_TOML, "--utility", "adopt", "--no-record",
+                   *FAST)
+    header = next(line for line in text.splitlines() if line.startswith("candidate"))
+    assert header.split() == ["candidate", "role", "E[ΔJ·P(adopt|ΔJ)]", "C_λ", "U0", "CVU", "Q", "p_best"]
+    assert "U0 = E[ΔJ·P(adopt|ΔJ)] − C_λ" in " ".join(text.split())
+    for internal in ("J_now", "belief.extra", "G0(", "C_lambda", "C_lam ", "±se"):
+        assert internal not in text
+
+
+def test_the_demo_shows_a_decision_in_the_same_columns():
+    from rich.console import Console
+
+    import bayes_s2r as bs
+
+    cands = [bs.Candidate("dr_wide", "adaptation", "data", cost=bs.Cost(compute=4.0),
+                          outcome=bs.BinomialPairedOutcome(episodes=50))]
+    belief = bs.GainBelief.from_gaussian(["dr_wide"], [0.1], [0.05], num_draws=1000)
+    budget = bs.Budget(real=1, compute=10, eng=1)
+    d = bs.decide(belief, cands, budget, bs.ResourceWeights(), cvu_samples=16, utility="adopt")
+    console = Console(record=True, width=200)
+    bayes_s2r.cli_decide.print_view(console, bayes_s2r.cli_campaign.decision_summary(d, 0, budget, 0.05))
+    text = console.export_text()
+    header = next(line for line in text.splitlines() if line.startswith("candidate"))
+    assert header.split() == ["candidate", "role", "E[ΔJ·P(adopt|ΔJ)]", "C_λ", "U0", "CVU", "Q", "p_best"]
+    assert "U0 = E[ΔJ·P(adopt|ΔJ)] − C_λ" in text
+    assert "budget before the round: real 1 robot-h, compute 10 compute-h, eng 1 eng-h" in text
+
+
+def test_the_utility_choices_are_the_library_s():
+    from bayes_s2r.decision.config import UTILITIES
+
+    assert bayes_s2r.cli_decide.UTILITY_CHOICES == UTILITIES
+
+
+@pytest.mark.parametrize("args", [
+    ["--candidates", "{bad_toml}"],
+    ["--candidates", EXAMPLE_TOML, "--budget", "real=8,gpu=1"],
+    ["--candidates", EXAMPLE_TOML, "--utility", "maximum"],
+])
+def test_a_typo_is_reported_before_jax_loads(tmp_path, args):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[budget\n")
+    argv = ["bayes-s2r", "decide", "--ledger", str(tmp_path / "x.sqlite"),
+            *[a.format(bad_toml=bad) for a in args]]
+    code = ("import sys\nfrom bayes_s2r.cli import main\nsys.argv = " + repr(argv) + "\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    print('exit', e.code)\n"
+            "print('jax loaded' if 'jax' in sys.modules else 'no jax')\n")
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["exit", "2", "no", "jax"], out.stdout + out.stderr
