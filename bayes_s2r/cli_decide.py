@@ -181,15 +181,18 @@ def _budget(text: str | None, tables: dict, candidates: Path) -> tuple[Budget, s
 
 
 def _decision_round(records) -> int:
-    """The round a new decision is recorded as: the next one after the last decision, or the
-    same round when nothing but decisions was recorded since (the later one then replaces it)."""
+    """The round a new decision is recorded as.
+
+    The round after the latest evidence and the latest decision; the same round as the last
+    decision when nothing but decisions was recorded since (the later one then replaces it).
+    """
     from bayes_s2r.evidence.records import DecisionRecord
 
     decided = [i for i, r in enumerate(records) if isinstance(r, DecisionRecord)]
-    if not decided:
-        return 0
-    last = records[decided[-1]]
-    return last.round if decided[-1] == len(records) - 1 else last.round + 1
+    if decided and decided[-1] == len(records) - 1:
+        return records[decided[-1]].round
+    rounds = [r.round + 1 for r in records if isinstance(getattr(r, "round", None), int)]
+    return max(rounds, default=0)
 
 
 def _gate_hints(decision, records, alpha: float, delta: float) -> dict[str, str]:
@@ -410,11 +413,21 @@ def prior_command(
 def report_command(
     ledger: LedgerOpt,
     out: Annotated[Path, typer.Option(help="Folder to write index.html and figures into.")] = Path("report"),
+    force: Annotated[bool, typer.Option(
+        "--force", help="Overwrite a report in OUT that was made from another ledger.")] = False,
 ) -> None:
-    """Write the HTML report of the campaign in a ledger."""
+    """Write the HTML report of the campaign (or the decisions) in a ledger."""
     from bayes_s2r.evidence.ledger import Ledger
     from bayes_s2r.report import make_report
+    from bayes_s2r.report.html import report_owner
 
+    owner = report_owner(out)
+    if not ledger.is_file():
+        raise InputError("--ledger", str(ledger), "an existing ledger file")
+    if owner is not None and owner != str(ledger.resolve()) and not force:
+        made_from = f"the ledger {owner}" if owner else "another ledger"
+        raise InputError("--out", str(out), f"a folder without another campaign's report (it holds the report "
+                         f"of {made_from}; --force overwrites it, or choose another --out)")
     with Ledger(ledger, create=False) as led:
         page = make_report(led, out)
     _console().print(f"report written to {page}")

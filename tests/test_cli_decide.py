@@ -73,20 +73,20 @@ def test_decide_records_its_decision_unless_told_not_to(ledger):
     with Ledger(ledger, create=False) as led:
         assert led.records("decision") == []
     out = _decide("--ledger", str(ledger), "--candidates", EXAMPLE_TOML, *FAST)
-    assert "as round 0" in out
+    assert "as round 2" in out  # the example's evidence is from rounds 0 and 1
     with Ledger(ledger, create=False) as led:
         (rec,) = led.records("decision")
     payload = rec.payload()
-    assert rec.round == 0 and all("name" in row for row in payload["table"])
+    assert rec.round == 2 and all("name" in row for row in payload["table"])
     assert payload["extra"]["budget"] == {"real": 10.0, "compute": 100.0, "eng": 40.0}
     assert payload["extra"]["alpha_exec"] == 0.05 and payload["extra"]["belief"]
     # deciding again on the same evidence replaces that round rather than adding one
     _decide("--ledger", str(ledger), "--candidates", EXAMPLE_TOML, "--seed", "1", *FAST)
     with Ledger(ledger, create=False) as led:
-        assert {r.round for r in led.records("decision")} == {0}
-        led.add(PairedEval("dr_wide", 40, 50, 30, 50, round=0))  # new evidence: the next round
+        assert {r.round for r in led.records("decision")} == {2}
+        led.add(PairedEval("dr_wide", 40, 50, 30, 50, round=2))  # the chosen run's result: the next round
     out = json.loads(_decide("--ledger", str(ledger), "--candidates", EXAMPLE_TOML, "--json", *FAST))
-    assert out["recorded_round"] == 1
+    assert out["recorded_round"] == 3
 
 
 def test_a_robot_candidate_without_executions_says_what_would_open_the_gate(ledger, tmp_path):

@@ -69,7 +69,8 @@ def _from_summary(data: ReportData) -> BeliefSource:
                                               num_draws=4000, seed=0)
             return BeliefSource(belief, f"round {d.round}, normal approximation of the stored summary",
                                 None)
-    return BeliefSource(None, "no belief summary in any decision", None)
+    return BeliefSource(None, "needs a belief summary, which each DecisionRecord of `bayes-s2r decide` "
+                              "or of a campaign holds", None)
 
 
 def _fit_gains():
@@ -116,6 +117,9 @@ def report_belief(data: ReportData, posterior: str = "auto",
             raise
         fallback = _from_summary(data)
         return fallback._replace(note=f"fit_gains unavailable ({e.name or e})")
+    if posterior == "auto" and not data.campaign.get("candidates"):  # a ledger filled by hand
+        fallback = _from_summary(data)
+        return fallback._replace(note="the ledger holds no campaign candidates to refit with")
     try:
         candidates = candidates_from_meta(data)
         if not candidates:

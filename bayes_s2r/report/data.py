@@ -32,6 +32,10 @@ __all__ = [
 
 META_KEYS = ("campaign", "last_completed_round", "deployment")
 
+#: Settings a decision may carry in its `extra` (as `bayes-s2r decide` records them); the
+#: report uses them when the ledger's meta has no campaign config.
+DECISION_SETTINGS = ("alpha_exec", "delta", "beta", "utility")
+
 
 @dataclasses.dataclass(frozen=True)
 class ReportData:
@@ -128,8 +132,8 @@ def normalize_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
         if flat in meta:
             camp.setdefault(key, meta[flat])
     world = camp.get("world")
-    if isinstance(world, Mapping):
-        camp["world"] = str(world.get("name") or world.get("world") or "world (unnamed card)")
+    if isinstance(world, Mapping):  # a testbed campaign stores its world card's name as `card`
+        camp["world"] = str(world.get("name") or world.get("card") or world.get("world") or "unnamed world")
     out["campaign"] = camp
     if "last_completed_round" not in out and "campaign.last_completed_round" in meta:
         out["last_completed_round"] = meta["campaign.last_completed_round"]
@@ -180,7 +184,14 @@ def load_report_data(source, meta: Mapping[str, Any] | None = None) -> ReportDat
     for r in records:
         if isinstance(r, DecisionRecord):
             latest[r.round] = r
-    return ReportData(records, meta, tuple(latest[t] for t in sorted(latest)))
+    decisions = tuple(latest[t] for t in sorted(latest))
+    if decisions:  # `bayes-s2r decide` keeps its settings with each decision, not in meta
+        extra = _extra(decisions[-1])
+        camp = meta["campaign"]
+        for key in DECISION_SETTINGS:
+            if key in extra and key not in camp:
+                camp[key] = extra[key]
+    return ReportData(records, meta, decisions)
 
 
 # ----------------------------------------------------------------------------- per figure
@@ -251,10 +262,13 @@ def _start_budget(data: ReportData) -> dict[str, float] | None:
     sb = data.campaign.get("start_budget")
     if isinstance(sb, Mapping) and all(isinstance(sb.get(k), (int, float)) for k in RESOURCES):
         return {k: float(sb[k]) for k in RESOURCES}
+    costs = _realized_costs(data)
     for d in data.decisions:  # fall back on the first recorded pre-round budget
         b = _extra(d).get("budget")
         if isinstance(b, Mapping) and all(isinstance(b.get(k), (int, float)) for k in RESOURCES):
-            return {k: float(b[k]) for k in RESOURCES}
+            # what was spent before that round was spent from the start budget too
+            before = costs[costs.index < d.round].sum() if len(costs) else {}
+            return {k: float(b[k]) + float(before.get(k, 0.0)) for k in RESOURCES}
     return None
 
 

@@ -22,7 +22,11 @@ from bayes_s2r.evidence.records import (
 from bayes_s2r.report.data import ReportData, _extra, _num, decision_table
 from bayes_s2r.report.intervals import clopper_pearson_upper, newcombe_difference
 
-__all__ = ["believed_vs_realized", "deployment_check", "exec_risk_frame", "sensitivity_frames"]
+#: α_deploy of `CampaignConfig` by default: the level a deployment check uses when the
+#: ledger records none.
+ALPHA_DEPLOY_DEFAULT = 0.05
+
+__all__ = ["ALPHA_DEPLOY_DEFAULT", "believed_vs_realized", "deployment_check", "exec_risk_frame", "sensitivity_frames"]
 
 
 def believed_vs_realized(data: ReportData, level: float = 0.9) -> pd.DataFrame:
@@ -134,7 +138,11 @@ def exec_risk_frame(data: ReportData) -> pd.DataFrame:
 
 def deployment_check(data: ReportData) -> dict[str, Any] | None:
     """The deployment check: meta "deployment", with the bound recomputed from the
-    DeploymentEval of that policy when present (never pooled with execution risk)."""
+    DeploymentEval of that policy when present (never pooled with execution risk).
+
+    When neither the deployment nor the campaign records α_deploy, the check uses the
+    library's default (`ALPHA_DEPLOY_DEFAULT`) and `alpha_source` says so.
+    """
     dep = data.meta.get("deployment")
     evals = data.of(DeploymentEval)
     if not isinstance(dep, Mapping) and not evals:
@@ -142,11 +150,16 @@ def deployment_check(data: ReportData) -> dict[str, Any] | None:
     dep = dict(dep) if isinstance(dep, Mapping) else {}
     policy = dep.get("policy") or evals[-1].policy
     mine = [e for e in evals if e.policy == policy]
+    alpha = _num(dep.get("alpha_deploy", data.campaign.get("alpha_deploy")))
     out = {"policy": policy, "ucb_unsafe": _num(dep.get("ucb_unsafe")),
-           "alpha_deploy": _num(dep.get("alpha_deploy", data.campaign.get("alpha_deploy"))),
+           # without a level on record the check is against the library's default, said so
+           "alpha_deploy": alpha if math.isfinite(alpha) else ALPHA_DEPLOY_DEFAULT,
+           "alpha_source": "recorded" if math.isfinite(alpha) else "library default",
            "passes": dep.get("passes"), "J_real": _num(dep.get("J_real")),
            "episodes": sum(e.episodes for e in mine), "unsafe": sum(e.unsafe for e in mine),
            "successes": sum(e.successes for e in mine)}
+    if out["episodes"] and not math.isfinite(out["J_real"]):
+        out["J_real"] = out["successes"] / out["episodes"]
     if out["episodes"]:
         out["ucb_recomputed"] = clopper_pearson_upper(out["unsafe"], out["episodes"],
                                                       data.setting("delta", 0.05))

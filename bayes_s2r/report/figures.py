@@ -52,11 +52,14 @@ class Figure(NamedTuple):
         file: the PNG's file name inside the report folder, or None when not drawn.
         note: why nothing was drawn, or a remark on how it was drawn (may be None).
         title: the figure's heading on the page.
+        parts: the optional parts it drew (e.g. "pairs"), so its caption describes
+            only what is there.
     """
 
     file: str | None
     note: str | None
     title: str
+    parts: tuple[str, ...] = ()
 
 
 def _colors(names) -> dict[str, tuple]:
@@ -106,7 +109,7 @@ def plot_decomposition(data: rd.ReportData, path: Path) -> Figure:
     if not df.empty:  # rounds without a scored candidate (e.g. a round-limit stop) have no bars
         df = df[df["Q_lead"].notna()].reset_index(drop=True)
     if df.empty:
-        return Figure(None, "no data: no decision with a scored candidate", title)
+        return Figure(None, "no data: needs decisions with a candidate table (DecisionRecords: `bayes-s2r decide` records one, a campaign one per round)", title)
     colors = {"U0": "#4c6ef5", "CVU": "#f59f00"}
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(max(6.5, 2.0 * len(df) + 2), 4.4))
@@ -156,7 +159,7 @@ def plot_stability(data: rd.ReportData, path: Path) -> Figure:
     rows = [(d.round, (rd._extra(d).get("p_best") or {}), d.chosen) for d in data.decisions]
     rows = [r for r in rows if r[1]]
     if not rows:
-        return Figure(None, "no data: no round recorded p_best", title)
+        return Figure(None, "no data: needs decisions that recorded p_best (DecisionRecords from `bayes-s2r decide` or a campaign)", title)
     names = sorted({n for _, p, _ in rows for n in p} - {"(stop)"}) + ["(stop)"]
     colors = _colors(names)
     with plt.rc_context(STYLE):
@@ -192,7 +195,7 @@ def plot_budget(data: rd.ReportData, path: Path) -> Figure:
     title = "Budget burn-down per resource"
     df = rd.budget_frame(data)
     if df is None:
-        return Figure(None, "no data: no start budget in meta and no recorded budget", title)
+        return Figure(None, "no data: needs a start budget (a campaign's config, or the budget a DecisionRecord of `bayes-s2r decide` holds)", title)
     start = rd.budget_summary(data)["start"]
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 3, figsize=(11, 3.3))
@@ -224,7 +227,7 @@ def plot_believed_realized(data: rd.ReportData, path: Path, level: float = 0.9) 
     title = "Believed vs realized gain of each executed adaptation"
     df = et.believed_vs_realized(data, level)
     if df.empty:
-        return Figure(None, "no data: no executed adaptation with a paired evaluation", title)
+        return Figure(None, "no data: needs a PairedEval of a chosen adaptation, with the round of the decision that chose it", title)
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(df) + 2.5), 3.8))
         x = np.arange(len(df))
@@ -248,7 +251,7 @@ def plot_sensitivity(data: rd.ReportData, path: Path, level: float = 0.9) -> Fig
     title = "Sensitivity ranking: drop in success at mismatch level 1"
     single, pairs, policy = et.sensitivity_frames(data, level)
     if single.empty:
-        return Figure(None, "no data: no sensitivity trials at levels 0 and 1", title)
+        return Figure(None, "no data: needs SensitivityTrial records of one policy at level 0 and at level 1 of a mismatch direction", title)
     with plt.rc_context(STYLE):
         ncols = 2 if not pairs.empty else 1
         fig, axes = plt.subplots(1, ncols, figsize=(10 if ncols == 2 else 7, 0.45 * len(single) + 1.9),
@@ -275,7 +278,7 @@ def plot_sensitivity(data: rd.ReportData, path: Path, level: float = 0.9) -> Fig
             a2.set_title("pairs at (1, 1), normal approximation", loc="left", fontsize=9, color=NEUTRAL)
             a2.grid(axis="y", visible=False)
         fig.tight_layout()
-        return Figure(_save(fig, path), None, title)
+        return Figure(_save(fig, path), None, title, ("pairs",) if ncols == 2 else ())
 
 
 # ----------------------------------------------------------------------------- risk
@@ -286,7 +289,7 @@ def plot_risk(data: rd.ReportData, path: Path) -> Figure:
     ex = et.exec_risk_frame(data)
     dep = et.deployment_check(data)
     if ex.empty and dep is None:
-        return Figure(None, "no data: no robot-touching candidate and no deployment check", title)
+        return Figure(None, "no data: needs ExecutionOutcome records of a robot-touching candidate, or a DeploymentEval of the deployed policy", title)
     delta = data.setting("delta", 0.05)
     with plt.rc_context(STYLE):
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, max(2.6, 0.5 * len(ex) + 1.8)),

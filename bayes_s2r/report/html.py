@@ -11,21 +11,21 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-import pandas as pd
 
 from bayes_s2r.errors import InputError
 from bayes_s2r.report import data as rd
 from bayes_s2r.report import evidence_tables as et
 from bayes_s2r.report import figures as rf
 from bayes_s2r.report.beliefs import report_belief
+from bayes_s2r.report.columns import COLUMNS, headers, legend, resources_text, rows_of
 from bayes_s2r.report.page_style import CSS, IMAGE_SCRIPT
 from bayes_s2r.vocab import RESOURCES
 
-__all__ = ["CAPTIONS", "FIGURE_FILES", "make_report"]
+__all__ = ["CAPTIONS", "CAPTION_PARTS", "FIGURE_FILES", "OWNER_META", "make_report", "report_owner"]
 
 FIGURE_FILES = ("posterior.png", "decomposition.png", "budget.png", "believed_realized.png",
                 "stability.png", "sensitivity.png", "risk.png")
@@ -51,11 +51,16 @@ CAPTIONS = {
                      "low means the decision is stable.",
     "sensitivity.png": "Mismatch directions ranked by the drop in success when that mismatch is set to "
                        "level 1 (a plausible real-world size), the others nominal, with 90% Newcombe "
-                       "intervals; right: pair synergy, above 0 the pair hurts more than the sum.",
+                       "intervals.",
     "risk.png": "Left: for each candidate that touches the robot, the Clopper–Pearson upper bound on "
                 "P(unsafe execution) from its recorded executions (white diamond: the bound the "
                 "last decision used); green passes α_exec (dashed). Right: the deployment check "
                 "of the terminal policy against α_deploy, a different event never pooled with it.",
+}
+
+#: Added to a caption only when its figure draws that part.
+CAPTION_PARTS = {
+    ("sensitivity.png", "pairs"): " Right: pair synergy; above 0 the pair hurts more than the sum.",
 }
 
 STOP_WORDS = {
@@ -84,7 +89,8 @@ def _g(v: float) -> str:
 
 def _final_decision(data: rd.ReportData) -> tuple[str, str]:
     if not data.decisions:
-        return "No decisions", "The ledger holds no decision yet: no round has been decided."
+        return "No decisions", ("The ledger holds no decision yet: `bayes-s2r decide` records one, "
+                                "and a campaign records one per round.")
     last = data.decisions[-1]
     if last.chosen is None:
         return f"Stopped at round {last.round}", STOP_WORDS.get(last.stop_reason or "",
@@ -101,8 +107,10 @@ def _deployment(data: rd.ReportData) -> tuple[str, str, str]:
     ok = dep["passes"] if isinstance(dep["passes"], bool) else (ucb <= dep["alpha_deploy"])
     comparable = math.isfinite(ucb) and math.isfinite(dep["alpha_deploy"])
     sign = ("≤" if ucb <= dep["alpha_deploy"] else ">") if comparable else "vs"
+    source = " (the library default: the ledger records none)" if dep.get("alpha_source") == "library default" else ""
     detail = (f"policy {dep['policy']}: UCB[P(unsafe)] {_g(ucb)} {sign} α_deploy "
-              f"{_g(dep['alpha_deploy'])}"
+              f"{_g(dep['alpha_deploy'])}{source}"
+              + (f"; {dep['unsafe']}/{dep['episodes']} unsafe" if dep["episodes"] else "")
               + (f"; J_real {_g(dep['J_real'])}" if math.isfinite(dep["J_real"]) else ""))
     return ("Deployable" if ok else "Not deployable"), detail, ("pass" if ok else "fail")
 
@@ -110,7 +118,8 @@ def _deployment(data: rd.ReportData) -> tuple[str, str, str]:
 def _budget_table(data: rd.ReportData) -> str:
     summary = rd.budget_summary(data)
     if summary is None:
-        return '<p class="note">No start budget in the ledger\'s meta.</p>'
+        return ('<p class="note">No start budget: a campaign\'s config holds one, and each decision '
+                "that `bayes-s2r decide` records holds the budget it was given.</p>")
     rows = "".join(
         f"<tr><th>{_e(rf.RESOURCE_UNITS[k])}</th><td>{_g(r.start)}</td><td>{_g(r.spent)}</td>"
         f"<td>{_g(r.left)}</td></tr>" for k, r in zip(RESOURCES, summary.itertuples()))
@@ -120,10 +129,10 @@ def _budget_table(data: rd.ReportData) -> str:
 
 def _header(data: rd.ReportData, title: str) -> str:
     c = data.campaign
-    facts = [("world", c.get("world", "—")), ("seed", c.get("seed", "—")),
-             ("rounds decided", len(data.decisions)),
-             ("last completed round", data.meta.get("last_completed_round", "—")),
+    facts = [("world", c.get("world")), ("seed", c.get("seed")), ("rounds decided", len(data.decisions)),
+             ("last completed round", data.meta.get("last_completed_round")),
              ("records", len(data.records))]
+    facts = [(k, v) for k, v in facts if v is not None]  # a ledger filled by hand has no world or seed
     for key in ("alpha_exec", "alpha_deploy", "delta", "beta"):
         if key in c:
             facts.append((key.replace("alpha_", "α_").replace("delta", "δ").replace("beta", "β"), c[key]))
@@ -146,32 +155,34 @@ def _header(data: rd.ReportData, title: str) -> str:
 # ----------------------------------------------------------------------------- decisions
 
 def _spent_by_round(data: rd.ReportData) -> dict[int, str]:
-    out: dict[int, list[str]] = {}
+    """Realized cost per round with units and three significant digits ("0.747 robot-h, 2 eng-h")."""
+    totals: dict[int, dict[str, float]] = {}
     for r in data.of(rd.RealizedCost):
-        parts = [f"{getattr(r, k):g} {k}" for k in RESOURCES if getattr(r, k)]
-        out.setdefault(r.round, []).extend(parts or ["0"])
-    return {t: ", ".join(v) for t, v in out.items()}
+        t = totals.setdefault(r.round, dict.fromkeys(RESOURCES, 0.0))
+        for k in RESOURCES:
+            t[k] += float(getattr(r, k))
+    return {t: resources_text(v, skip_zero=True).replace("nothing", "0") for t, v in totals.items()}
 
 
-def _candidate_table(d) -> str:
+def _candidate_table(d, beta: float) -> str:
+    """A round's candidates in the columns `bayes-s2r decide` and the demo print."""
     table = rd.decision_table(d)
     if table.empty:
         return '<p class="note">no candidate table recorded</p>'
-    cols = [c for c in ("role", "mu_dJ", "C_lambda", "U0", "CVU", "Q", "MV", "ucb_exec", "safe",
-                        "affordable", "feasible", "excluded_reason") if c in table]
-    head = "".join(f"<th>{_e(c)}</th>" for c in ["candidate", *cols])
+    extra = rd._extra(d)
+    utility = extra.get("utility") if "gain" in table else "mean"  # older tables: the mean gain
+    names = headers(utility)
+    rows = rows_of(table, extra.get("p_best") or {})
+    head = "".join(f"<th>{_e(h)}</th>" for h in ["candidate", "role", *(names[c] for c in COLUMNS),
+                                                  "not feasible"])
     body = []
-    for name, row in table.sort_values("Q", ascending=False, na_position="last").iterrows():
-        cells = []
-        for c in cols:
-            v = row[c]
-            if isinstance(v, float):
-                cells.append(f'<td class="num">{_f(v)}</td>')
-            else:
-                cells.append(f"<td>{_e('—' if v is None or (isinstance(v, float) and pd.isna(v)) else v)}</td>")
-        mark = ' class="chosen"' if name == d.chosen else ""
-        body.append(f"<tr{mark}><th>{_e(name)}</th>{''.join(cells)}</tr>")
-    return f'<table class="cands"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    for r in rows:
+        cells = "".join(f'<td class="num">{_f(r[c], 2 if c == "p_best" else 3)}</td>' for c in COLUMNS)
+        mark = ' class="chosen"' if r["name"] == d.chosen else ""
+        body.append(f"<tr{mark}><th>{_e(r['name'])}</th><td>{_e(r['role'] or '—')}</td>{cells}"
+                    f"<td>{_e(r['why'])}</td></tr>")
+    return (f'<table class="cands"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+            f'<p class="note">{_e(legend(utility, beta))}</p>')
 
 
 def _decisions(data: rd.ReportData) -> str:
@@ -180,6 +191,7 @@ def _decisions(data: rd.ReportData) -> str:
                 "the campaign has not decided any round yet.</p></section>")
     df = rd.decisions_frame(data)
     spent = _spent_by_round(data)
+    beta = data.setting("beta", 1.0)
     rows = []
     for r in df.itertuples():
         chosen = _e(r.chosen) if isinstance(r.chosen, str) else '<span class="stop">stop</span>'
@@ -194,7 +206,7 @@ def _decisions(data: rd.ReportData) -> str:
             f'<td class="num">{_f(r.p_best_chosen, 2)}</td><td class="num">{_f(r.flip_probability, 2)}</td>'
             f"<td>{_e(spent.get(r.round, '—'))}</td></tr>")
     details = "".join(
-        f"<details><summary>Round {d.round}: all candidates</summary>{_candidate_table(d)}</details>"
+        f"<details><summary>Round {d.round}: all candidates</summary>{_candidate_table(d, beta)}</details>"
         for d in data.decisions)
     return f"""<section><h2>Decisions per round</h2>
 <table class="decisions"><thead><tr><th>round</th><th>chosen</th><th>stop reason</th><th>Q (chosen)</th>
@@ -204,7 +216,9 @@ def _decisions(data: rd.ReportData) -> str:
 
 
 def _figure_html(fig: rf.Figure, level: float) -> str:
-    caption = CAPTIONS.get(fig.file or "", "").replace("90%", f"{100 * level:g}%")
+    caption = CAPTIONS.get(fig.file or "", "") + "".join(
+        CAPTION_PARTS[(fig.file, part)] for part in fig.parts if (fig.file, part) in CAPTION_PARTS)
+    caption = caption.replace("90%", f"{100 * level:g}%")
     note = f'<p class="note">{_e(fig.note)}</p>' if fig.note else ""
     if fig.file is None:
         return f'<figure class="empty"><h3>{_e(fig.title)}</h3>{note}</figure>'
@@ -213,6 +227,28 @@ def _figure_html(fig: rf.Figure, level: float) -> str:
 
 
 # ----------------------------------------------------------------------------- entry point
+
+#: The page's <meta> that names the ledger it was made from, so that `bayes-s2r report`
+#: does not overwrite the report of another campaign by mistake.
+OWNER_META = "bayes-s2r-ledger"
+
+
+def _ledger_path(source) -> str | None:
+    path = getattr(source, "path", None)
+    if not isinstance(path, str) or path == ":memory:":
+        return None
+    return str(Path(path).resolve())
+
+
+def report_owner(out_dir) -> str | None:
+    """The ledger path a report folder's index.html was made from: "" for a page made from
+    records or by an older version, None when there is no page."""
+    index = Path(out_dir) / "index.html"
+    if not index.is_file():
+        return None
+    m = re.search(rf'<meta name="{OWNER_META}" content="([^"]*)">', index.read_text(errors="replace"))
+    return html.unescape(m.group(1)) if m else ""
+
 
 def make_report(ledger_or_records, out_dir, *, meta: Mapping[str, Any] | None = None,
                 title: str | None = None, posterior: str = "auto",
@@ -224,7 +260,8 @@ def make_report(ledger_or_records, out_dir, *, meta: Mapping[str, Any] | None = 
         out_dir: the folder to write; created if missing. Figures of earlier reports
             that this one does not draw are removed, so the folder stays consistent.
         meta: campaign metadata; merged over the ledger's own.
-        title: page title; defaults to "Sim-to-real campaign: <world>".
+        title: page title; defaults to "Sim-to-real campaign: <world>", or for a ledger
+            without a campaign "Sim-to-real decisions: <ledger file name>".
         posterior: where the gain posterior comes from: "auto" (refit with `fit_gains`
             using the campaign's fit settings, falling back to the stored summaries),
             "refit" or "summary" (instant; the latest round's stored summary). A refit
@@ -248,7 +285,12 @@ def make_report(ledger_or_records, out_dir, *, meta: Mapping[str, Any] | None = 
     if out.exists() and not out.is_dir():
         raise InputError("out_dir", str(out), "a folder (or a path where one can be made)")
     out.mkdir(parents=True, exist_ok=True)
-    title = title or f"Sim-to-real campaign: {data.campaign.get('world', 'unnamed world')}"
+    source_path = _ledger_path(ledger_or_records)
+    if title is None:
+        world = data.campaign.get("world")
+        title = (f"Sim-to-real campaign: {world}" if world else
+                 f"Sim-to-real decisions: {Path(source_path).name}" if source_path else
+                 "Sim-to-real campaign: unnamed world")
 
     source = report_belief(data, posterior, fit_kwargs)
     figs = [rf.plot_posterior(source.belief, source.source, out / "posterior.png")]
@@ -274,6 +316,7 @@ def make_report(ledger_or_records, out_dir, *, meta: Mapping[str, Any] | None = 
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title>
+<meta name="{OWNER_META}" content="{_e(source_path or '')}">
 <style>{CSS}</style></head>
 <body><main>
 {_header(data, title)}

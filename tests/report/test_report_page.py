@@ -77,7 +77,7 @@ def test_page_is_self_contained(report_dir):
 def test_empty_ledger_still_makes_a_page(tmp_path):
     page = make_report([], tmp_path / "empty", posterior="summary")
     text = page.read_text()
-    assert "No decisions" in text and "no round has been decided" in text
+    assert "No decisions" in text and "`bayes-s2r decide` records one" in text
     assert "img" not in tags(text)
     assert text.count("no data:") == len(FIGURE_FILES)
 
@@ -104,9 +104,10 @@ def test_missing_data_shows_a_note_not_an_empty_plot(campaign, tmp_path, monkeyp
     text = (out / "index.html").read_text()
     assert "Shown instead of a refit: fit_gains unavailable (bayes_s2r.belief.fit)." in text
     assert "risk.png" not in text and not (out / "risk.png").exists()
-    assert "no robot-touching candidate and no deployment check" in text
-    assert "no executed adaptation with a paired evaluation" in text
-    assert "no sensitivity trials" in text
+    # each empty panel names the records that would fill it
+    assert "needs ExecutionOutcome records of a robot-touching candidate, or a DeploymentEval" in text
+    assert "needs a PairedEval of a chosen adaptation, with the round of the decision that chose it" in text
+    assert "needs SensitivityTrial records of one policy at level 0 and at level 1" in text
     assert "Deployment not checked" in text
     drawn = {t["src"] for t in tags(text)["img"]}
     assert drawn == {"posterior.png", "decomposition.png", "stability.png", "budget.png"}
