@@ -256,9 +256,9 @@ class Ledger:
 
     def _set_up(self, memory: bool) -> None:
         db = self._conn
-        # The busy timeout must hold before the journal mode is switched: that switch
-        # needs the file to itself, and a second process opening the same new file at
-        # once would otherwise fail at once with "database is locked".
+        # The busy timeout first, so every statement below waits for other writers. The
+        # switch of a new file to WAL may still be refused at once while another process
+        # makes the same switch (SQLite calls no busy handler there): the caller retries.
         db.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
         if not memory and db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             db.execute("PRAGMA journal_mode=WAL").fetchone()

@@ -60,9 +60,10 @@ def _parse_int(field, value, coerce):
     if coerce and isinstance(value, str):
         text = value.strip()
         if _INT_TEXT.fullmatch(text):  # exact: never through a float
-            if len(text.lstrip("+-").lstrip("0")) > 19:
+            digits = text.lstrip("+-").lstrip("0") or "0"
+            if len(digits) > 19:
                 raise InputError(field, shown(value), expected)
-            value = int(text)
+            value = -int(digits) if text.startswith("-") else int(digits)
         else:  # "50.0", "5e1": exact decimal arithmetic, so no digit is lost
             try:
                 number = decimal.Decimal(text)

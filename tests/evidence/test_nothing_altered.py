@@ -126,7 +126,8 @@ def test_csv_integers_are_read_exactly(tmp_path):
 
 @pytest.mark.parametrize(
     "cell, value",
-    [("50", 50), ("+50", 50), (" 50 ", 50), ("50.0", 50), ("5e1", 50), ("9223372036854775807", 2**63 - 1)],
+    [("50", 50), ("+50", 50), (" 50 ", 50), ("50.0", 50), ("5e1", 50), ("0" * 5000 + "7", 7),
+     ("9223372036854775807", 2**63 - 1)],
 )
 def test_integer_cells_in_other_notations(cell, value):
     row = {"kind": "execution_outcome", "candidate": "a", "executions": cell, "unsafe": "0"}
