@@ -511,15 +511,15 @@ class Ledger:
             return self.records()
         field = "json_extract(payload, '$.{}')".format
         counts = ("successes_treated", "episodes_treated", "successes_control", "episodes_control")
-        sums = db.execute(
-            "WITH g AS (SELECT MAX(seq) AS last, MIN(seq) AS lo, "
-            + ", ".join(f"SUM({field(c)}) AS {c}" for c in counts)
-            + f", MIN({field('matched')}) AS matched, {field('candidate')} AS c, {field('policy')} AS p,"
-            f" {field('objective')} AS o, {field('round')} AS r"
-            f" FROM records WHERE kind = ? AND {self._LIVE} GROUP BY c, p, o, r)"
-            " SELECT g.last, records.id, " + ", ".join(f"g.{c}" for c in counts)
-            + ", g.matched, g.c, g.p, g.o, g.r FROM g JOIN records ON records.seq = g.lo",
-            (PairedEval.KIND,)).fetchall()
+        try:
+            sums = self._paired_sums(db, field, counts)
+        except sqlite3.OperationalError as e:
+            if "overflow" not in str(e):
+                raise
+            raise InputError(
+                "paired_eval counts", "a sum of 2**63 or more",
+                "summed counts per candidate, policy, objective and round below 2**63",
+            ) from None
         out = [(seq, record_from_dict(json.loads(text), coerce=False)) for seq, text in db.execute(
             f"SELECT seq, payload FROM records WHERE kind != ? AND {self._LIVE} ORDER BY seq",
             (PairedEval.KIND,))]
@@ -528,6 +528,18 @@ class Ledger:
                                          policy=policy, objective=objective, id=ident)))
         out.sort(key=lambda pair: pair[0])
         return [rec for _, rec in out]
+
+    def _paired_sums(self, db, field, counts) -> list[tuple]:
+        """One row per (candidate, policy, objective, round) of live paired evaluations."""
+        return db.execute(
+            "WITH g AS (SELECT MAX(seq) AS last, MIN(seq) AS lo, "
+            + ", ".join(f"SUM({field(c)}) AS {c}" for c in counts)
+            + f", MIN({field('matched')}) AS matched, {field('candidate')} AS c, {field('policy')} AS p,"
+            f" {field('objective')} AS o, {field('round')} AS r"
+            f" FROM records WHERE kind = ? AND {self._LIVE} GROUP BY c, p, o, r)"
+            " SELECT g.last, records.id, " + ", ".join(f"g.{c}" for c in counts)
+            + ", g.matched, g.c, g.p, g.o, g.r FROM g JOIN records ON records.seq = g.lo",
+            (PairedEval.KIND,)).fetchall()
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())

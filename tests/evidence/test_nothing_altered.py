@@ -226,3 +226,11 @@ def test_identical_json_records_in_one_batch_are_stored_unchanged():
         stored = ledger.records()
     assert [r.payload()["table"] for r in stored[:2]] == [table, table]
     assert [r.payload()["estimates"] for r in stored[2:]] == [{"mass": {"mean": 1.0, "sd": 0.1}}] * 2
+
+
+def test_paired_counts_summing_past_64_bits_are_an_input_error():
+    with Ledger(":memory:") as ledger:
+        ledger.add_many([PairedEval("dr", 1, 2**62, 1, 2), PairedEval("dr", 1, 2**62 + 1, 1, 2)])
+        with pytest.raises(InputError, match="paired_eval counts"):
+            ledger.summed_records()
+        assert len(ledger.records()) == 2
