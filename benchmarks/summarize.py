@@ -1,11 +1,16 @@
-"""The README's Results section, written from the benchmarks' JSON files.
+"""The results page, docs/results.md, written from the benchmarks' JSON files.
 
-    python benchmarks/summarize.py                      # reads benchmarks/results/*.json
-    python benchmarks/summarize.py --results DIR        # another folder of the same files
-    python benchmarks/summarize.py --readme README.md   # also replace the README's section
+    python benchmarks/summarize.py                           # reads benchmarks/results/*.json
+    python benchmarks/summarize.py --results DIR             # another folder of the same files
+    python benchmarks/summarize.py --write docs/results.md   # also write the page
 
-Prints Markdown. Each table names the command that produced its file; a file that is
-missing is skipped, so the section only ever shows what was measured.
+Prints Markdown. Each section names the command that produced its file; a section whose
+file is missing is skipped, so the page only ever shows what was measured.
+
+To add a section: put the command that writes its file in `COMMANDS`, write a function
+that takes the loaded JSON of the files it reads (None for a missing one) and returns
+Markdown lines (`_head` makes the heading), and add a `Section` naming those files to
+`SECTIONS`, in the order the page shows them.
 """
 
 from __future__ import annotations
@@ -13,16 +18,17 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import common
 from bayes_s2r.models.gains import GainPrior
 
 HERE = Path(__file__).resolve().parent
 
-#: The README's "## Results" section: from its heading up to the next "## " heading.
-RESULTS_SECTION = re.compile(r"^## Results\n.*?(?=^## |\Z)", flags=re.DOTALL | re.MULTILINE)
+#: The page this script writes, relative to the repository root.
+PAGE = "docs/results.md"
 
 #: The suffix of an allocation table run under the library's default gain prior (`--gain-prior '{}'`)
 #: rather than the team prior fitted from the other worlds.
@@ -66,7 +72,7 @@ def _machine(data: dict) -> str:
 
 
 def _head(name: str, title: str, data: dict) -> list[str]:
-    return [f"### {title}", "", f"`{COMMANDS[name]}` ({_machine(data)})", ""]
+    return [f"## {title}", "", f"`{COMMANDS[name]}` ({_machine(data)})", ""]
 
 
 def _paired(over: dict, k: str, what: str) -> str:
@@ -120,7 +126,7 @@ def _flips(rows: list[dict]) -> str:
 
 def allocation_overview(tables: list[tuple[str, dict, dict | None]]) -> list[str]:
     """One line per allocation table (name, data, library-prior companion or None), over the worlds."""
-    out = ["### Allocation quality at a glance", "",
+    out = ["## Allocation quality at a glance", "",
            ("Each line sums up one of the tables below over its worlds and seeds: mean true J_real of the "
             "deployed policy; the best other non-oracle strategy, with the 95% paired interval of (it − q_cvu) "
             "over seeds and its unsafe episodes per campaign; how many of the non-oracle strategies are below "
@@ -401,50 +407,76 @@ def scaling(data: dict) -> list[str]:
     return out + ([""] + [notes[0]] if notes else []) + [""]
 
 
-SECTIONS = [("allocation", allocation), ("allocation_scarce", allocation_scarce),
-            ("allocation_scarce_pilots", allocation_scarce_pilots), ("decide", decide), ("fit", fit),
-            ("sbc_gains", sbc), ("rollouts", rollouts), ("scaling", scaling)]
+class Section(NamedTuple):
+    """One section of the page.
+
+    Attributes:
+        files: the results files it reads (names without ".json"); `render` gets each one's
+            JSON, or None when the file is missing.
+        render: returns the section's Markdown lines (empty: nothing to show).
+        required: skip the section when its first file is missing.
+    """
+
+    files: tuple[str, ...]
+    render: Callable[..., list[str]]
+    required: bool = True
+
+
+ALLOCATION_TABLES = ("allocation", "allocation_scarce", "allocation_scarce_pilots")
+
+
+def _overview(*data: dict | None) -> list[str]:
+    """The at-a-glance lines, once more than one allocation table was measured."""
+    pairs = list(zip(data[::2], data[1::2]))
+    tables = [(name, d, library) for name, (d, library) in zip(ALLOCATION_TABLES, pairs)
+              if d and "over_worlds" in d]
+    return allocation_overview(tables) if len(tables) > 1 else []
+
+
+def _with_library(fn):
+    """An allocation table with its library-prior companion, when there is one."""
+    return lambda data, library: fn(data, library=library) if library else fn(data)
+
+
+SECTIONS = [
+    Section(tuple(f for name in ALLOCATION_TABLES for f in (name, name + LIBRARY_PRIOR)), _overview,
+            required=False),
+    Section(("allocation", "allocation" + LIBRARY_PRIOR), _with_library(allocation)),
+    Section(("allocation_scarce", "allocation_scarce" + LIBRARY_PRIOR), _with_library(allocation_scarce)),
+    Section(("allocation_scarce_pilots", "allocation_scarce_pilots" + LIBRARY_PRIOR),
+            _with_library(allocation_scarce_pilots)),
+    Section(("decide",), decide),
+    Section(("fit",), fit),
+    Section(("sbc_gains", "sbc_gains_team_prior", "allocation"),
+            lambda data, team, alloc: sbc(data, team=team, allocation=alloc)),
+    Section(("rollouts",), rollouts),
+    Section(("scaling",), scaling),
+]
 
 
 def summarize(folder: Path) -> str:
-    lines = ["## Results", "",
-             ("Measured with the commands shown; `python benchmarks/summarize.py --readme README.md` "
-             "rewrites this section from `benchmarks/results/`."), ""]
+    """The whole page, from the results files in `folder`."""
+    lines = ["# Results", "",
+             (f"Measured with the commands shown; `python benchmarks/summarize.py --write {PAGE}` "
+              "rewrites this page from `benchmarks/results/`."), ""]
     load = functools.cache(lambda name: _load(folder, name))  # each file is read once
-    tables = [(name, data, load(name + LIBRARY_PRIOR)) for name, _ in SECTIONS
-              if name.startswith("allocation") and (data := load(name)) and "over_worlds" in data]
-    if len(tables) > 1:
-        lines += allocation_overview(tables)
-    for name, fn in SECTIONS:
-        data = load(name)
-        if data is None:
+    for section in SECTIONS:
+        data = [load(name) for name in section.files]
+        if section.required and data[0] is None:
             continue
-        if name.startswith("allocation") and (library := load(name + LIBRARY_PRIOR)):
-            lines += fn(data, library=library)
-        elif name == "sbc_gains":
-            lines += fn(data, team=load("sbc_gains_team_prior"), allocation=load("allocation"))
-        else:
-            lines += fn(data)
+        lines += section.render(*data)
     return "\n".join(lines).rstrip() + "\n"
-
-
-def write_readme(readme: Path, section: str) -> None:
-    """Replace the README's "## Results" section (up to the next "## ") with `section`."""
-    text = readme.read_text()
-    if not RESULTS_SECTION.search(text):
-        raise SystemExit(f"{readme} has no '## Results' section to replace")
-    readme.write_text(RESULTS_SECTION.sub(lambda _: section + "\n", text, count=1))
 
 
 def main(argv=None) -> str:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--results", default=str(HERE / "results"))
-    p.add_argument("--readme", default=None, help="README file whose Results section to replace")
+    p.add_argument("--write", default=None, help=f"write the page to this file (the repository's is {PAGE})")
     args = p.parse_args(argv)
     text = summarize(Path(args.results))
     print(text, end="")
-    if args.readme:
-        write_readme(Path(args.readme), text)
+    if args.write:
+        Path(args.write).write_text(text)
     return text
 
 

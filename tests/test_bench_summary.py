@@ -1,4 +1,4 @@
-"""The README's Results section is generated from the benchmark JSON files and matches them."""
+"""docs/results.md is generated from the benchmark JSON files and matches them."""
 
 import json
 from pathlib import Path
@@ -16,15 +16,27 @@ def test_summary_reports_the_measured_numbers(tmp_path):
             "settings": {}, "results": [row]}
     (tmp_path / "decide.json").write_text(json.dumps(data))
     text = summarize.summarize(tmp_path)
-    assert "### Decision engine" in text and "### Fitting" not in text
+    assert "## Decision engine" in text and "## Fitting" not in text
     assert "| 32 × 4000 × 256 | 68 ms | 37× faster | 3.1× | 71 ms | 3.4 s |" in text
     assert "load average 0.5" in text
 
 
-def test_readme_results_section_is_the_generated_one():
-    readme = (ROOT / "README.md").read_text()
-    section = summarize.RESULTS_SECTION.search(readme).group(0)
-    assert section.strip() == summarize.summarize(ROOT / "benchmarks" / "results").strip()
+def test_the_results_page_is_the_generated_one():
+    page = (ROOT / summarize.PAGE).read_text()
+    assert page == summarize.summarize(ROOT / "benchmarks" / "results")
+
+
+def test_a_section_is_one_function_and_one_entry(tmp_path, monkeypatch):
+    (tmp_path / "worlds.json").write_text(json.dumps({"results": [{"mean": 0.5}]}))
+    (tmp_path / "decide.json").write_text(json.dumps({"results": []}))
+
+    def worlds(data):
+        return ["## Random worlds", "", f"mean {data['results'][0]['mean']}", ""]
+
+    monkeypatch.setattr(summarize, "SECTIONS", [summarize.Section(("worlds",), worlds),
+                                                summarize.Section(("missing",), worlds)])
+    text = summarize.summarize(tmp_path)
+    assert text.count("## Random worlds") == 1 and "mean 0.5" in text  # a missing file's section is skipped
 
 
 def test_an_allocation_table_reports_its_fitted_prior_and_the_library_prior_companion(tmp_path):
@@ -71,7 +83,7 @@ def test_an_allocation_table_reports_its_fitted_prior_and_the_library_prior_comp
             f"{over['q_cvu']['safety_violations']:.1f} | {best} {over[best]['final_J_mean']:.3f} "
             f"[{over[best]['final_J_ci_low']:+.3f}, {over[best]['final_J_ci_high']:+.3f}]; "
             f"{over[best]['safety_violations']:.1f} | {below} of 2 |")
-    glance = text.split("### Allocation quality at a glance")[1].split("### ")[0]
+    glance = text.split("## Allocation quality at a glance")[1].split("\n## ")[0]
     rows = [r for r in glance.splitlines() if r.startswith(line)]
     assert len(rows) == 2  # the companion's q_cvu ends the line of the table that has one
     assert rows[0].endswith(f"| {library['over_worlds']['q_cvu']['final_J_mean']:.3f} |")
