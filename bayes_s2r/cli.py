@@ -183,7 +183,10 @@ def ledger_show(
         int, typer.Option(min=0, help="Show at most the last N records (0: counts only).")
     ] = 20,
 ) -> None:
-    """Show the ledger at PATH: record counts per kind and the most recent records."""
+    """Show the ledger at PATH: record counts per kind and the most recent records.
+
+    Void records are counted apart and listed with the reason they were taken back.
+    """
     from rich import box
     from rich.table import Table
 

@@ -5,7 +5,10 @@ stored as canonical JSON under their stable id; adding the same record again cha
 nothing, and a different record under an id already used is refused. Within one batch,
 identical records without ids are distinct trials and are all stored (see `add_many`). Every write is one
 transaction, so a rejected input or a process killed mid-import leaves the ledger as it
-was. A small key/value `meta` table holds campaign state (mutable, unlike evidence).
+was. Nothing is ever deleted: a record that should not have been stored (a mistyped
+candidate name) is taken back with `void`; it stays in the file with the reason, and the
+reads that fits use leave it out. A small key/value `meta` table holds campaign state
+(mutable, unlike evidence).
 
 The schema carries a version; `MIGRATIONS` lists the forward steps, applied in order when
 an older file is opened.
