@@ -72,13 +72,15 @@ def _check_complete(text: str, path) -> None:
     """Refuse a CSV text whose last line has no line break: it was cut off."""
     if not text or text.endswith(("\n", "\r")):
         return
-    lines = text.splitlines()
+    cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+    row = text[:cut].replace("\r\n", "\n").replace("\r", "\n").count("\n") + 1  # as the reader counts
+    last = text[cut:]
     raise InputError(
         "row",
-        lines[-1] if len(lines[-1]) <= 200 else lines[-1][:200] + "…",
+        last if len(last) <= 200 else last[:200] + "…",
         "a last row that ends with a line break (the file looks cut off; if it is complete, "
         "add the final line break)",
-        where=f"{path}, row {len(lines)}",
+        where=f"{path}, row {row}",
     )
 
 
