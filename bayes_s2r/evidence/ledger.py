@@ -166,6 +166,8 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
     return schema_version(conn)
 
 
+META_MAX_ITEMS = 10_000_000
+
 # Fields that name a candidate, per record kind.
 CANDIDATE_FIELDS = {
     kind: tuple(f for f in ("candidate", "chosen") if f in cls.FIELDS)
@@ -630,13 +632,14 @@ class Ledger:
     def set_meta(self, key: str, value: Any) -> Any:
         """Store a JSON-serializable `value` under `key` (replacing any previous value).
 
-        The value follows the limits of a record's JSON fields (`check_json`); mapping keys
-        that are numbers, booleans or None are written as text, as JSON writes them.
+        The value follows the limits of a record's JSON fields (`check_json`), but may hold
+        up to `META_MAX_ITEMS` values (a campaign keeps its policies' parameters here);
+        mapping keys that are numbers, booleans or None are written as text, as JSON does.
         """
         if not isinstance(key, str) or not key.strip():
             raise InputError("meta.key", key, "a non-empty text key")
         _check_text("meta.key", key)
-        check_json(f"meta.{key}", value, any_keys=True)
+        check_json(f"meta.{key}", value, any_keys=True, max_items=META_MAX_ITEMS)
         try:
             text = json.dumps(value, sort_keys=True, allow_nan=False)
         except (TypeError, ValueError):

@@ -167,13 +167,13 @@ def loads_json(text: str, field: str):
         raise InputError(field, shown(text), f"JSON nested at most {JSON_MAX_DEPTH} deep") from None
 
 
-def check_json(field: str, value: Any, *, any_keys: bool = False) -> None:
+def check_json(field: str, value: Any, *, any_keys: bool = False, max_items: int = JSON_MAX_ITEMS) -> None:
     """Check that `value` is JSON data that is stored and read back exactly.
 
     Accepted: None, booleans, integers in the 64-bit range, finite floats, valid Unicode
     text, lists (and tuples) and mappings with text keys, nested at most `JSON_MAX_DEPTH`
-    deep and holding at most `JSON_MAX_ITEMS` values in all. With `any_keys`, mapping
-    keys may also be numbers, booleans or None (which JSON writes as text).
+    deep and holding at most `max_items` values in all. With `any_keys`, mapping keys may
+    also be numbers, booleans or None (which JSON writes as text).
 
     Raises:
         InputError: naming the field and the path inside it (`field.key[2]`).
@@ -183,9 +183,9 @@ def check_json(field: str, value: Any, *, any_keys: bool = False) -> None:
     def walk(v, where, depth):
         nonlocal count
         count += 1
-        if count > JSON_MAX_ITEMS:
-            raise InputError(field, f"more than {JSON_MAX_ITEMS} values",
-                             f"JSON data of at most {JSON_MAX_ITEMS} values")
+        if count > max_items:
+            raise InputError(field, f"<data of more than {max_items} values>",
+                             f"JSON data of at most {max_items} values")
         if depth > JSON_MAX_DEPTH:
             raise InputError(field, f"<data nested more than {JSON_MAX_DEPTH} deep>",
                              f"JSON data nested at most {JSON_MAX_DEPTH} deep")

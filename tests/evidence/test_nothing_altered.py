@@ -211,6 +211,12 @@ def test_json_fields_with_too_many_values_are_input_errors():
         DecisionRecord(0, None, table=list(range(100_001)))
 
 
+def test_meta_holds_large_values_such_as_policy_parameters():
+    params = {"policies": {f"pi{i}": [0.5] * 50_000 for i in range(4)}}
+    with Ledger(":memory:") as ledger:
+        assert ledger.set_meta("executor.policies", params) == params
+
+
 def test_non_text_keys_in_a_record_are_refused_not_rewritten():
     with pytest.raises(InputError, match="a text key") as err:
         DecisionRecord(0, None, table={1: "a", "1": "b"})
