@@ -380,8 +380,8 @@ def decide_command(
 
 @app.command("prior")
 def prior_command(
-    past: Annotated[list[Path], typer.Argument(help="Ledgers of past campaigns (one campaign each).",
-                                               show_default=False)],
+    past: Annotated[list[Path], typer.Argument(
+        help="Past campaigns, one each: a ledger, or a .csv / .json file of its trials.", show_default=False)],
     out: Annotated[Path | None, typer.Option(help="Write the chosen prior's fields here (JSON), for "
                                                   "`fit --prior` and `decide --prior`.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
@@ -390,12 +390,17 @@ def prior_command(
     import dataclasses
 
     from bayes_s2r.belief import fit_gain_prior
+    from bayes_s2r.evidence.io import read_csv, read_json
     from bayes_s2r.evidence.ledger import Ledger
 
     histories = []
     for path in past:
         if not Path(path).is_file():
             raise InputError("PAST", str(path), "an existing ledger file")
+        suffix = Path(path).suffix.lower()
+        if suffix in (".csv", ".json"):  # a past campaign's trials as exported or written by hand
+            histories.append((read_csv if suffix == ".csv" else read_json)(path)[0])
+            continue
         with Ledger(path, create=False) as ledger:
             histories.append(ledger.records())
     fit = fit_gain_prior(histories)

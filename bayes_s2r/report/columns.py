@@ -51,7 +51,8 @@ def headers(utility: str | None) -> dict[str, str]:
 
 
 _MEANING = {
-    "adopt": "the gain a try brings when its policy is kept only if its paired evaluation shows it better",
+    "mean": "posterior mean gain in J",
+    "adopt": "what a try gains when its policy is kept only if its evaluation shows it better",
     "lcb": "a lower quantile of the gain",
     "cvar": "the mean of the gain's lower tail",
 }
@@ -61,10 +62,9 @@ def legend(utility: str | None, beta: float = 1.0) -> str:
     """One line that says how the printed columns relate (it matches `headers`)."""
     g = gain_header(utility)
     name = str(utility or "mean").partition("(")[0]
-    meaning = f" ({_MEANING[name]})" if name in _MEANING else " (posterior mean gain in J)"
-    return (f"{g}{meaning}; C_λ: cost priced in J at the weights λ; U0 = {g} − C_λ; "
-            f"CVU: look-ahead value; Q = U0 + {beta:g}·CVU; p_best: share of posterior draws "
-            "under which it is the best choice")
+    return (f"{g}: {_MEANING.get(name, 'the gain under the decision functional')}; C_λ: cost in J at the "
+            f"weights λ; U0 = {g} − C_λ; Q = U0 + {beta:g}·CVU (look-ahead value); p_best: share of posterior "
+            "draws in which it is best")
 
 
 def _number(v: Any) -> float:
