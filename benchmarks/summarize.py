@@ -56,6 +56,7 @@ COMMANDS = {
     "rollouts": ("python benchmarks/bench_rollouts.py --envs 256 1024 4096 --steps 200 --mujoco-envs 64 "
                  "--out benchmarks/results/rollouts.json"),
     "scaling": "python benchmarks/bench_scaling.py --devices 1,2,4 --out benchmarks/results/scaling.json",
+    "cli_errors": "python benchmarks/bench_cli_errors.py --out benchmarks/results/cli_errors.json",
 }
 
 
@@ -407,6 +408,20 @@ def scaling(data: dict) -> list[str]:
     return out + ([""] + [notes[0]] if notes else []) + [""]
 
 
+CLI_CASES = {"help": "`bayes-s2r --help`", "bad_toml": "a malformed candidates TOML",
+             "bad_budget": "an unknown resource in `--budget`", "bad_utility": "an unknown `--utility`"}
+
+
+def cli_errors(data: dict) -> list[str]:
+    """How fast the command line answers a typo, each in a new process."""
+    out = _head("cli_errors", "Command-line answers to a typo", data)
+    out += ["| input | median wall time | exit code |", "|---|---|---|"]
+    for r in data["results"]:
+        out.append(f"| {CLI_CASES.get(r['case'], r['case'])} | {r['median_s']:.2f} s | {r['exit_code']} |")
+    return out + ["", ("Each run is a new `python -m bayes_s2r` process, timed from start to exit; a typo is "
+                       "reported before JAX loads."), ""]
+
+
 class Section(NamedTuple):
     """One section of the page.
 
@@ -451,6 +466,7 @@ SECTIONS = [
             lambda data, team, alloc: sbc(data, team=team, allocation=alloc)),
     Section(("rollouts",), rollouts),
     Section(("scaling",), scaling),
+    Section(("cli_errors",), cli_errors),
 ]
 
 
