@@ -65,17 +65,17 @@ def test_every_block_runs_as_written(tmp_path, monkeypatch):
     for name in (".venv", "bayes_s2r", "docs"):
         (tmp_path / name).symlink_to(ROOT / name)
     monkeypatch.chdir(tmp_path)
-    session, shown, printed = "", None, []
+    prelude, shown, printed = "", None, []
     for i, (lang, code) in enumerate(_blocks(README)):
         where = f"{README} block {i}"
         if lang == "sh" and "make demo" not in code:
-            # one shell session: what an earlier block activated holds for the later ones
-            proc = subprocess.run(["bash", "-e", "-c", session + code], cwd=tmp_path, env=_shell_env(),
+            # as in one terminal: what an earlier block activated holds for the later ones
+            proc = subprocess.run(["bash", "-e", "-c", prelude + code], cwd=tmp_path, env=_shell_env(),
                                   check=False, capture_output=True, text=True, timeout=900)
             assert proc.returncode == 0, f"{where}\n{code}\n{proc.stdout}\n{proc.stderr}"
             printed.append(proc.stdout)
             if "source .venv/bin/activate" in code:
-                session = "source .venv/bin/activate\n"
+                prelude = "source .venv/bin/activate\n"
         elif lang == "python":
             _exec(code, where)
         elif lang == "text":
