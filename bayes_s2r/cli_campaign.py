@@ -61,14 +61,23 @@ def _budget_text(b) -> str:
     return resources_text({"real": b.real, "compute": b.compute, "eng": b.eng})
 
 
-def decision_summary(decision, t: int, budget, alpha_exec: float):
+def decision_summary(decision, t: int, budget, alpha_exec: float, records=()):
     """One screen for one decision: the choice, its stability, and the table in the same
-    columns as `bayes-s2r decide` and the report."""
-    from bayes_s2r.cli_decide import _choice_line, decision_view
+    columns as `bayes-s2r decide` and the report.
+
+    Args:
+        decision: the round's `Decision`.
+        t: the round.
+        budget: the budget before the round.
+        alpha_exec: the safety gate's level.
+        records: the evidence the decision saw; a closed gate then says how many clean
+            executions would open it.
+    """
+    from bayes_s2r.cli_decide import _choice_line, _gate_hints, decision_view
     from bayes_s2r.report.columns import rows_of
 
-    del alpha_exec  # each exclusion's reason already names the level it failed
-    rows = rows_of(decision.table, decision.p_best)
+    gate = _gate_hints(decision, list(records), alpha_exec, decision.config.delta)
+    rows = rows_of(decision.table, decision.p_best, gate)
     return decision_view(decision, rows, f"[bold]round {t}[/]: " + _choice_line(decision),
                          [f"budget before the round: {_budget_text(budget)}"])
 
@@ -99,14 +108,25 @@ def _deployment_line(dep: dict) -> str:
             f"vs α_deploy {dep['alpha_deploy']:g}: {verdict}")
 
 
-def _round_printer(console, progress, task, state0):
+def _seen_before(ledger, t: int) -> list:
+    """The records committed before round t's decision: the evidence that decision saw (a round's
+    decision and what it ran are committed together, the decision first)."""
+    if ledger is None:
+        return []
+    records = ledger.records()
+    mark = max((i for i, r in enumerate(records) if r.KIND == "decision" and r.round == t), default=len(records))
+    return records[:mark]
+
+
+def _round_printer(console, progress, task, state0, ledger=None):
     budget = [state0.budget]
 
     def show(report) -> None:
         t = report.state.round - 1  # the round that was just committed
         d = report.decision
         if d is not None:
-            print_view(console, decision_summary(d, t, budget[0], report.state.config.alpha_exec))
+            print_view(console, decision_summary(d, t, budget[0], report.state.config.alpha_exec,
+                                                 _seen_before(ledger, t)))
         if report.execution is not None:
             console.print(_execution_line(report, t))
         if report.deployment is not None:
@@ -167,7 +187,7 @@ def _run(ledger_path: Path, out: Path, world: dict[str, Any] | None, config=None
             task = progress.add_task(f"round {min(state.round, total)}/{total}", total=total,
                                      completed=min(state.round, total))
             state = run_campaign(ledger, executor,
-                                 on_round=_round_printer(progress.console, progress, task, state))
+                                 on_round=_round_printer(progress.console, progress, task, state, ledger))
         page = make_report(ledger, out, posterior="summary")
     console.print(f"report: {page}\nledger: {ledger_path}\n({time.perf_counter() - started:.0f} s)")
 

@@ -105,9 +105,12 @@ def clean_runs_needed(unsafe: int, executions: int, alpha: float, delta: float,
 
 def gate_hint(name: str, unsafe: int, executions: int, alpha: float, delta: float) -> str:
     """What evidence would open the safety gate for a robot-touching candidate."""
-    more = clean_runs_needed(unsafe, executions, alpha, delta)
     seen = (f"{unsafe} unsafe in {executions} executions on record" if executions
             else "no executions on record")
+    if executions and unsafe / executions > alpha:  # clean runs would only dilute a real risk
+        return (f"{seen}, a rate above α_exec {alpha:g}: more runs as it is will not open the gate; "
+                "make the candidate safer first")
+    more = clean_runs_needed(unsafe, executions, alpha, delta)
     if more is None:
         return (f"{seen}; too many unsafe events for the gate at α_exec {alpha:g}, δ {delta:g}: "
                 "make the candidate safer before it can run")
