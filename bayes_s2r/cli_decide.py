@@ -89,7 +89,19 @@ def _side_tables(path: Path) -> dict:
 
         load_candidates(path)
         raise
+    _check_tables_without_outcomes(path, data)
     return {k: data[k] for k in ("budget", "weights") if isinstance(data.get(k), dict)}
+
+
+def _check_tables_without_outcomes(path: Path, data: dict) -> None:
+    """Validate each [[candidate]] table but its outcome model, with load_candidates' own
+    messages: reading an outcome loads JAX (about 2 s), a typo in a role or a cost need not."""
+    from bayes_s2r.evidence.io import _candidate
+
+    tables = data.get("candidate")
+    for i, table in enumerate(tables if isinstance(tables, list) else []):
+        if isinstance(table, dict):
+            _candidate(i, {k: v for k, v in table.items() if k != "outcome"}, str(path))
 
 
 def _weights_table(table: dict, field: str) -> ResourceWeights:

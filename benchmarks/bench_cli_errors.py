@@ -1,5 +1,5 @@
-"""How long the command line takes to report a typo: a malformed candidates TOML, a bad
---budget, an unknown --utility, and a plain `--help` for reference.
+"""How long the command line takes to report a typo: a malformed candidates TOML, an unknown
+role in it, a bad --budget, an unknown --utility, and a plain `--help` for reference.
 
 Each case runs the command in a new process (`python -m bayes_s2r ...`), as a user's shell
 does, and is timed from start to exit; the median of `--repeats` runs is reported with the
@@ -28,10 +28,13 @@ def cases(folder: Path) -> dict[str, list[str]]:
     example = str(resources.files("bayes_s2r") / "examples" / "candidates.toml")
     bad = folder / "bad.toml"
     bad.write_text("[budget\nreal = 1\n")
+    role = folder / "role.toml"
+    role.write_text(Path(example).read_text().replace('role = "adaptation"', 'role = "adapt"', 1))
     ledger = str(folder / "evidence.sqlite")
     return {
         "help": ["--help"],
         "bad_toml": ["decide", "--ledger", ledger, "--candidates", str(bad)],
+        "bad_role": ["decide", "--ledger", ledger, "--candidates", str(role)],
         "bad_budget": ["decide", "--ledger", ledger, "--candidates", example, "--budget", "real=8,gpu=1"],
         "bad_utility": ["decide", "--ledger", ledger, "--candidates", example, "--utility", "maximum"],
     }

@@ -409,6 +409,7 @@ def scaling(data: dict) -> list[str]:
 
 
 CLI_CASES = {"help": "`bayes-s2r --help`", "bad_toml": "a malformed candidates TOML",
+             "bad_role": "an unknown role in the candidates TOML",
              "bad_budget": "an unknown resource in `--budget`", "bad_utility": "an unknown `--utility`"}
 
 

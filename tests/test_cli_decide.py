@@ -146,14 +146,17 @@ def test_the_utility_choices_are_the_library_s():
 
 @pytest.mark.parametrize("args", [
     ["--candidates", "{bad_toml}"],
+    ["--candidates", "{bad_role}"],
     ["--candidates", EXAMPLE_TOML, "--budget", "real=8,gpu=1"],
     ["--candidates", EXAMPLE_TOML, "--utility", "maximum"],
 ])
 def test_a_typo_is_reported_before_jax_loads(tmp_path, args):
     bad = tmp_path / "bad.toml"
     bad.write_text("[budget\n")
+    role = tmp_path / "role.toml"
+    role.write_text((EXAMPLES / "candidates.toml").read_text().replace('role = "adaptation"', 'role = "adapt"', 1))
     argv = ["bayes-s2r", "decide", "--ledger", str(tmp_path / "x.sqlite"),
-            *[a.format(bad_toml=bad) for a in args]]
+            *[a.format(bad_toml=bad, bad_role=role) for a in args]]
     code = ("import sys\nfrom bayes_s2r.cli import main\nsys.argv = " + repr(argv) + "\n"
             "try:\n    main()\nexcept SystemExit as e:\n    print('exit', e.code)\n"
             "print('jax loaded' if 'jax' in sys.modules else 'no jax')\n")
