@@ -149,6 +149,7 @@ def fit_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Fit the belief to a ledger: gains with intervals, diagnostics, execution-risk bounds."""
+    _side_tables(candidates)  # a typo in the candidates file is named before JAX loads
     gain_prior = _read_prior(prior)
     records, cands = _open_evidence(ledger, candidates)
     belief, risk = _fit(records, cands, method, seed, gain_prior)
