@@ -137,7 +137,7 @@ def rows_of(table, p_best: Mapping[str, float] | None = None,
     Returns:
         One dict per candidate: name, role, the `COLUMNS`, feasible, why (empty when
         feasible), gate (what would open the safety gate, empty when it is open), and
-        mu_dJ, cvu_se, MV where the table has them.
+        mu_dJ, sd_dJ, cvu_se, MV where the table has them.
     """
     p_best = {} if p_best is None else dict(p_best)
     gate = {} if gate is None else dict(gate)
@@ -152,7 +152,7 @@ def rows_of(table, p_best: Mapping[str, float] | None = None,
                "feasible": bool(r.get("feasible")), "why": "", "gate": gate.get(name, "")}
         if not row["feasible"]:
             row["why"] = _reason(r) or "excluded"
-        for extra in ("mu_dJ", "cvu_se", "MV"):
+        for extra in ("mu_dJ", "sd_dJ", "cvu_se", "MV"):
             if extra in r:
                 row[extra] = _number(r[extra])
         out.append(row)
