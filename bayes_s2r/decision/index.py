@@ -1,0 +1,91 @@
+"""Reservation values: the index of Weitzman's Pandora's-box rule.
+
+When tries are independent, a tried policy is kept only if it is better and each try has a
+priced cost c, the optimal order of tries is by the reservation value z solving
+E[(X − z)^+] = c, and the search stops once the best value found is above every remaining
+z (Weitzman, Econometrica 1979). Here X is a candidate's gain ΔJ over the deployed policy,
+so the prize in hand is 0 and a try is worth making while its z is above 0.
+
+`reservation_values` solves the equation exactly over posterior draws (the `pandora`
+strategy); `gaussian_reservation` solves it for a Gaussian belief, in JAX, for the rollout
+planner's base policy.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.stats import norm
+
+from bayes_s2r.errors import InputError
+
+__all__ = ["gaussian_reservation", "reservation_values"]
+
+
+def reservation_values(draws, cost) -> np.ndarray:
+    """z per column with mean_s max(draws[s] − z, 0) = cost, exactly over the draws.
+
+    f(z) = mean(max(X − z, 0)) is piecewise linear and decreasing: with the draws sorted
+    from the largest, it is (Σ_{i≤k} x_(i) − k·z)/S between x_(k+1) and x_(k), so each piece
+    gives one candidate root and exactly one of them lies on its piece.
+
+    Args:
+        draws: [S, M] draws of each candidate's gain.
+        cost: [M] priced costs C_λ ≥ 0.
+
+    Returns:
+        z [M]; the largest draw where the cost is 0.
+
+    Example:
+        >>> x = np.linspace(0.0, 1.0, 100_001)[:, None]   # X ~ U(0, 1): (1 − z)²/2 = c
+        >>> round(float(reservation_values(x, [0.02])[0]), 3)
+        0.8
+    """
+    x = np.asarray(draws, np.float64)
+    c = np.asarray(cost, np.float64)
+    if x.ndim != 2 or c.shape != (x.shape[1],) or x.shape[0] < 1:
+        raise InputError("draws, cost", (x.shape, c.shape), "draws [S, M] and costs [M]")
+    if not (np.isfinite(x).all() and np.isfinite(c).all()) or (c < 0).any():
+        raise InputError("cost", c, "finite costs >= 0 and finite draws")
+    s = x.shape[0]
+    srt = -np.sort(-x, axis=0)  # descending
+    k = np.arange(1, s + 1, dtype=np.float64)[:, None]
+    z = (np.cumsum(srt, axis=0) - s * c[None, :]) / k
+    below = np.vstack([srt[1:], np.full((1, x.shape[1]), -np.inf)])
+    on_piece = (z <= srt + 1e-12) & (z >= below - 1e-12)
+    first = np.argmax(on_piece, axis=0)  # the first piece that holds its own root
+    return z[first, np.arange(x.shape[1])]
+
+
+def _excess(u):
+    """E[(Z − u)^+] for Z ~ N(0, 1): φ(u) − u·Φ(−u), decreasing in u."""
+    return norm.pdf(u) - u * norm.cdf(-u)
+
+
+def gaussian_reservation(mean, sd, cost, *, iterations: int = 48):
+    """z with E[(X − z)^+] = cost for X ~ N(mean, sd²) (JAX; broadcasts).
+
+    z = mean + sd·u where E[(Z − u)^+] = cost/sd = r, found by bisection on u ∈ [−r − 1, 8]:
+    the excess is above −u, so the root is above −r, and at 8 it is below 1e-16. A belief
+    with sd 0 gives z = mean − cost.
+
+    Example:
+        >>> z = gaussian_reservation(0.0, 1.0, 0.0833)
+        >>> round(float(z), 2)   # E[(Z − 1)^+] = 0.0833
+        1.0
+    """
+    mean, sd, cost = (jnp.asarray(v, jnp.float32) for v in (mean, sd, cost))
+    wide = sd > 1e-9
+    safe = jnp.where(wide, sd, 1.0)
+    r = cost / safe
+    lo, hi = -r - 1.0, jnp.full_like(r, 8.0)
+
+    def halve(_, bounds):
+        lo, hi = bounds
+        mid = 0.5 * (lo + hi)
+        above = _excess(mid) > r  # the root lies to the right
+        return jnp.where(above, mid, lo), jnp.where(above, hi, mid)
+
+    lo, hi = jax.lax.fori_loop(0, iterations, halve, (lo, hi))
+    return jnp.where(wide, mean + safe * 0.5 * (lo + hi), mean - cost)
