@@ -13,6 +13,7 @@ from bayes_s2r.decision.lookahead import lookahead
 from bayes_s2r.decision.objectives import rank_alternatives, secondary_gains, split_objectives
 from bayes_s2r.decision.problem import build_problem
 from bayes_s2r.decision.result import Decision
+from bayes_s2r.decision.rollout import rollout_lookahead
 from bayes_s2r.decision.stability import STOP, p_best, stop_score, weight_robustness
 from bayes_s2r.decision.transition import resolve_transition
 from bayes_s2r.errors import InputError
@@ -20,8 +21,16 @@ from bayes_s2r.vocab import RESOURCES, Budget, ResourceWeights, validate_candida
 
 __all__ = ["decide"]
 
-_EXTRA_OPTIONS = ("utility_level", "collapse_ess", "bucket", "chunk_bytes", "objectives", "objective_tol", "multi",
-                  "lookahead_depth", "inner_samples", "inner_draws")
+
+def _config(config: DecideConfig | None, options: dict[str, Any]) -> DecideConfig:
+    """One validated config from `config` and keyword overrides of its fields."""
+    if config is not None and not isinstance(config, DecideConfig):
+        raise InputError("config", config, "a DecideConfig or None")
+    unknown = sorted(set(options) - set(DecideConfig._fields))
+    if unknown:
+        raise InputError(unknown[0], options[unknown[0]], f"an option among {list(DecideConfig._fields)}")
+    base = {} if config is None else config._asdict()
+    return DecideConfig.make(**{**base, **options})
 
 
 def _lookahead_on(devices: Any, prob, cfg, rule):
@@ -35,11 +44,8 @@ def _lookahead_on(devices: Any, prob, cfg, rule):
 
 
 def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk: Any = None,
-           alpha_exec: float = 0.05, delta: float = 0.05, beta: float = 1.0, cvu_samples: int = 1024,
-           terminal: bool = False, seed: int = 0, reference: Budget | None = None,
-           current_J: float | None = None, done: Iterable[str] = (), utility: str = "mean",
-           allow_bad_belief: bool = False, transition=None, devices: Any = None,
-           **options: Any) -> Decision:
+           config: DecideConfig | None = None, reference: Budget | None = None, current_J: float | None = None,
+           done: Iterable[str] = (), transition=None, devices: Any = None, **options: Any) -> Decision:
     """Score every candidate and pick m_t* = argmax over the feasible set of Q = U0 + β·CVU.
 
     Args:
@@ -49,27 +55,21 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
         candidates: the candidate set (`Candidate` objects).
         budget: remaining budget b_t.
         weights: resource weights; λ_t = weights.at(budget, reference).
-        risk: anything with `ucb(name, delta) -> float`; None means no evidence of safety,
-            so every candidate that touches the robot has UCB 1 and fails the gate.
-        alpha_exec, delta: the safety gate UCB_{1−δ}[P_exec(unsafe)] ≤ α_exec.
-        beta: weight of CVU in Q.
-        cvu_samples: simulated outcomes per candidate in the look-ahead.
-        terminal: the last round: CVU := 0.
-        seed: seed of the look-ahead (same seed, same answer).
+        risk: anything with `ucb(name, delta) -> float` (a `RiskBelief`); None means no
+            evidence of safety, so every candidate that touches the robot has UCB 1 and fails
+            the gate (a safety probe's own protocol bound still applies to the probe).
+        config: a `DecideConfig` (alpha_exec, delta, beta, cvu_samples, terminal, seed,
+            utility, continuation, horizon, ...; see its fields). Any of its fields may also be
+            given as a keyword (`beta=0.5`), which overrides the config's value.
         reference: the budget scarcity pricing compares with (usually the starting budget).
         current_J: current J; else belief.extra["baseline"]; else 0.5.
         done: names of candidates already run; non-repeatable ones are excluded.
-        utility: decision functional: "mean", "lcb", "cvar" or "adopt" (the expected gain
-            when a worse policy is not kept; see `config`).
-        allow_bad_belief: accept a belief whose diagnostics are not ok.
         transition: rule for the gains after an adaptation; default `HeadroomTransition()`.
-        devices: split the look-ahead's posterior draws over devices (an int, a list of jax
-            devices or a one-axis Mesh; see `bayes_s2r.distributed`). None runs on one
+        devices: split the one-step look-ahead's posterior draws over devices (an int, a list
+            of jax devices or a one-axis Mesh; see `bayes_s2r.distributed`). None runs on one
             device unless an enclosing `use_devices(...)` block sets a mesh. The answer
             equals the one-device answer up to the order of floating-point sums.
-        **options: further `DecideConfig` fields: utility_level, collapse_ess, bucket,
-            chunk_bytes, objectives, objective_tol, multi, lookahead_depth (2: CVU looks two
-            decisions ahead), inner_samples, inner_draws.
+        **options: `DecideConfig` fields.
 
     Returns:
         A `Decision`.
@@ -85,19 +85,17 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
         >>> d.best, round(float(d.table.loc["dr", "U0"]), 2), d.stop_reason
         ('dr', 0.08, None)
     """
-    unknown = sorted(set(options) - set(_EXTRA_OPTIONS))
-    if unknown:
-        raise InputError(unknown[0], options[unknown[0]], f"an option among {list(_EXTRA_OPTIONS)}")
-    cfg = DecideConfig.make(alpha_exec=alpha_exec, delta=delta, beta=beta, cvu_samples=cvu_samples,
-                            terminal=terminal, seed=seed, utility=utility,
-                            allow_bad_belief=allow_bad_belief, **options)
+    cfg = _config(config, options)
     split = split_objectives(belief, cfg)
     rule = resolve_transition(transition)
     cands = validate_candidates(candidates)
     prob = build_problem(split.primary, cands, budget, weights, risk=risk, config=cfg,
                          reference=reference, current_J=current_J, done=done)
     sec = secondary_gains(split, cands, cfg)
-    la = _lookahead_on(devices, prob, cfg, rule)
+    if cfg.continuation == "rollout":
+        la = rollout_lookahead(prob, cands, budget, weights, reference, risk, cfg, rule)
+    else:
+        la = _lookahead_on(devices, prob, cfg, rule)
 
     meaningless = ~prob.affordable | prob.done  # no next state to speak of
     cvu = np.where(meaningless, np.nan, la.cvu)

@@ -1,0 +1,265 @@
+"""Policy rollout: the value of the rest of the campaign as the look-ahead's continuation.
+
+DESIGN §2 lets a planner estimate V_{t+1}, the value of the decisions left after this one,
+in place of the one-step G0. Here a base policy runs the `horizon` decisions left in
+scenarios drawn from the posterior, and V is its mean return (policy rollout, Bertsekas):
+
+    CVU(m) = E_j[V_base(s^{m,Y_{m,j}}; θ_j)] − E_j[V_base(s^∅; θ_j)],   Q(m) = U0(m) + β·CVU(m).
+
+Acting with argmax Q and following the base policy afterwards is the rollout policy, which
+under the model does no worse than the base policy. The stop scores −β·V_base(s^∅), so the
+rule acts exactly when U0(m) + β·E[V(s^{m,Y})] > 0 for some m.
+
+Scenarios. Scenario j is the j-th outcome of the one-step look-ahead: the joint posterior
+draw θ_j of every gain and m's simulated outcome Y_{m,j} ~ p(·|θ_j), from the same random
+numbers (common to every m). Since (θ_j, Y_{m,j}) is a joint draw, θ_j given Y_{m,j} is a draw
+of the updated belief, so the base policy's return in world θ_j, averaged over j, estimates
+E_Y[V(s^{m,Y})] without a second set of draws. The base policy decides on the belief the
+team would hold: the posterior reweighted by Y_{m,j} (`lookahead`'s importance weights, the
+moment-matched update where they collapse). A safety probe's simulated unsafe count opens
+its candidate's gate in the scenarios where it would pass the gate.
+
+Base policy: Weitzman's index rule on that belief. Each decision tries the untried feasible
+adaptation with the largest reservation value z (`index.gaussian_reservation`, E[(ΔJ − z)^+]
+= C_λ under the belief's mean and sd) and stops once no z is above 0. A try is kept when its
+evaluation (true gain plus the evaluation's noise) shows an improvement, as in the campaign;
+then J, the true gains and the believed gains move by the transition rule. The budget is
+deducted, prices follow scarcity, and an unaffordable, gated or tried candidate is skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bayes_s2r.belief.risk import clopper_pearson_ucb
+from bayes_s2r.decision.config import DecideConfig
+from bayes_s2r.decision.index import gaussian_reservation
+from bayes_s2r.decision.lookahead import (
+    LookaheadArrays,
+    LookaheadResult,
+    _adopts,
+    _gaussian_update,
+    _outcome_plan,
+    _simulate,
+    _terms,
+    binomial_cap,
+    chunk_outcomes,
+    lookahead_arrays,
+)
+from bayes_s2r.decision.problem import Problem
+from bayes_s2r.vocab import Budget, Candidate, ResourceWeights
+
+__all__ = ["RolloutArrays", "base_policy_value", "probe_openings", "rollout_arrays", "rollout_lookahead"]
+
+
+class RolloutArrays(NamedTuple):
+    """What the base policy needs beyond `LookaheadArrays` (candidate axis padded to Mb).
+
+    Attributes:
+        cost: [Mb, 3] resource use ΔC of each candidate.
+        budget: [3] b_t; lam0 [3], reference [3], scarcity: λ(b) = λ0·(reference/b)^scarcity.
+        base_ok: [Mb] adaptations the base policy may try (safe, not done, real).
+        gated: [Mb] adaptations shut only by the execution-safety gate.
+        probe_target: [Mb] the candidate whose gate each safety probe may open (−1: none).
+        opens: [K, Mb] whether probe m's simulated outcome in scenario j passes the gate.
+    """
+
+    cost: jax.Array
+    budget: jax.Array
+    lam0: jax.Array
+    reference: jax.Array
+    scarcity: jax.Array
+    base_ok: jax.Array
+    gated: jax.Array
+    probe_target: jax.Array
+    opens: jax.Array
+
+
+def probe_openings(problem: Problem, candidates: tuple[Candidate, ...], risk: Any, config: DecideConfig,
+                   num_outcomes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(probe_target [M], opens [K, M]) for the safety probes of `candidates`.
+
+    For probe m of candidate c (n executions): the unsafe rate of c is drawn from the risk
+    belief's posterior of c (`RiskBelief.mixtures`; none known: the probe can open nothing),
+    its unsafe count y ~ Binomial(n, p), and the probe opens the gate when the exact bound
+    on c's executions plus the probe's passes: UCB_{1−δ}(x + y, N + n) ≤ α_exec.
+    """
+    names = [c.name for c in candidates]
+    target = np.full(len(names), -1, np.int32)
+    opens = np.zeros((num_outcomes, len(names)), bool)
+    rng = np.random.default_rng([seed, 4099])
+    mixtures = getattr(risk, "mixtures", {}) or {}
+    for i, c in enumerate(candidates):
+        name = c.observed_safety
+        if name is None or c.outcome is None or name not in mixtures:
+            continue
+        j = names.index(name)
+        target[i] = j
+        n = int(c.outcome.params()[1])
+        x, big_n = int(getattr(risk, "unsafe", {}).get(name, 0)), int(getattr(risk, "executions", {}).get(name, 0))
+        # the largest unsafe count of the probe that still passes (−1: none does)
+        passing = [y for y in range(n + 1)
+                   if clopper_pearson_ucb(x + y, big_n + n, config.delta) <= config.alpha_exec]
+        most = max(passing) if passing else -1
+        w, a, b = (np.asarray(v, np.float64) for v in mixtures[name])
+        comp = rng.choice(len(w), size=num_outcomes, p=w / w.sum())
+        p = rng.beta(a[comp], b[comp])
+        opens[:, i] = rng.binomial(n, p) <= most
+    return target, opens
+
+
+def rollout_arrays(problem: Problem, candidates: tuple[Candidate, ...], budget: Budget, weights: ResourceWeights,
+                   reference: Budget | None, risk: Any, config: DecideConfig, mb: int) -> RolloutArrays:
+    """The base policy's inputs, padded to `mb` candidates."""
+    m = problem.size
+
+    def pad(x, fill=0):
+        out = np.full((mb,) + x.shape[1:], fill, dtype=x.dtype)
+        out[:m] = x
+        return out
+
+    adapt = problem.is_adapt & ~problem.done
+    target, opens = probe_openings(problem, candidates, risk, config, config.cvu_samples, config.seed)
+    opens_pad = np.zeros((config.cvu_samples, mb), bool)
+    opens_pad[:, :m] = opens
+    scarcity = float(weights.scarcity) if reference is not None else 0.0
+    ref = reference.as_array() if reference is not None else np.ones(3)
+    return RolloutArrays(
+        cost=jnp.asarray(pad(problem.cost.astype(np.float32))),
+        budget=jnp.asarray(budget.as_array(), jnp.float32),
+        lam0=jnp.asarray(weights.base(), jnp.float32), reference=jnp.asarray(ref, jnp.float32),
+        scarcity=jnp.float32(scarcity),
+        base_ok=jnp.asarray(pad(adapt & problem.safe)), gated=jnp.asarray(pad(adapt & ~problem.safe)),
+        probe_target=jnp.asarray(pad(target, -1)), opens=jnp.asarray(opens_pad),
+    )
+
+
+def _prices(ro: RolloutArrays, budget):
+    """λ(b)·ΔC per candidate; a resource a candidate does not use costs it nothing."""
+    ratio = jnp.where(ro.reference > 0, ro.reference / jnp.maximum(budget, 0.0), 1.0)
+    lam = ro.lam0 * jnp.where(ro.scarcity > 0, ratio**ro.scarcity, 1.0)
+    return jnp.where(ro.cost > 0, lam[None, :] * ro.cost, 0.0).sum(-1)
+
+
+class _Walk(NamedTuple):
+    """One scenario's state as the base policy walks through it."""
+
+    j: jax.Array  # the deployed policy's true J
+    theta: jax.Array  # [Mb] true gains at that J
+    mean: jax.Array  # [Mb] believed gains
+    var: jax.Array
+    budget: jax.Array
+    avail: jax.Array  # [Mb] may still be tried
+    alive: jax.Array  # the base policy has not stopped
+    value: jax.Array  # realized gains minus priced costs so far
+
+
+def _keep_gain(rule, walk: _Walk, pick, keep):
+    """Deploy the picked try where it was kept: J, truths and beliefs follow the rule."""
+    g, own = walk.theta[pick], walk.mean[pick]
+    theta_t, _ = rule.apply(walk.theta, jnp.zeros_like(walk.theta), g, walk.j)
+    mean_t, var_t = rule.apply(walk.mean, walk.var, own, walk.j)
+    return walk._replace(
+        j=jnp.where(keep, walk.j + g, walk.j), theta=jnp.where(keep, theta_t, walk.theta),
+        mean=jnp.where(keep, mean_t, walk.mean), var=jnp.where(keep, var_t, walk.var))
+
+
+def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk, noise, *, adopt: bool):
+    """The index policy's return in one scenario: `noise` [H] standard normals, one per decision."""
+
+    def step(w: _Walk, eps):
+        price = _prices(ro, w.budget)
+        ok = w.avail & jnp.all(ro.cost <= w.budget[None, :] + 1e-9, axis=1)
+        z = jnp.where(ok, gaussian_reservation(w.mean, jnp.sqrt(jnp.maximum(w.var, 0.0)), price), -jnp.inf)
+        pick = jnp.argmax(z)
+        go = w.alive & (z[pick] > 0)
+        g = w.theta[pick]
+        # the try's paired evaluation: successes beyond the control's, with its sampling noise
+        n = jnp.maximum(arr.a[pick], 1.0)
+        p1 = jnp.clip(w.j + g, 0.0, 1.0)
+        sd_binom = jnp.sqrt((p1 * (1 - p1) + w.j * (1 - w.j)) / n)
+        seen = jnp.where(arr.kind[pick] == 2, g - 0.5 / n + sd_binom * eps,
+                         jnp.where(arr.kind[pick] == 1, g + arr.a[pick] * eps, g))
+        keep = go & ((seen > 0) if adopt else True)
+        w = _keep_gain(rule, w, pick, keep)
+        return w._replace(
+            budget=jnp.where(go, w.budget - ro.cost[pick], w.budget),
+            avail=w.avail & ~(go & (jnp.arange(w.avail.shape[0]) == pick)),
+            alive=go, value=w.value + jnp.where(go, jnp.where(keep, g, 0.0) - price[pick], 0.0)), None
+
+    walk, _ = jax.lax.scan(step, walk, noise)
+    return walk.value
+
+
+def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_ess, *, num_outcomes: int,
+             batch: int, horizon: int, rule, n_cap: int, adopt: bool):
+    s, mb = arr.dg.shape
+    idx, eps_all, u_all = _outcome_plan(rng_key, s, num_outcomes)
+    noise_all = jax.random.normal(jax.random.fold_in(rng_key, 3), (num_outcomes, max(horizon, 1)))[:, :horizon]
+    tm = _terms(arr, n_cap)
+    rhs = jnp.concatenate([tm.dgc, tm.dgc**2, jnp.ones((s, 1), tm.dgc.dtype)], axis=1)
+    rows = jnp.arange(mb)
+    walk_value = functools.partial(base_policy_value, rule, ro, arr, adopt=adopt)
+
+    def scenario(plan):
+        j, eps, u_j, opens, noise = plan
+        y, coef_a, coef_b, shift = _simulate(tm, arr, (j, eps, u_j))
+        w = jnp.exp(jnp.minimum(coef_a[:, None] * tm.u + coef_b[:, None] * tm.v - shift[:, None], 60.0))
+        raw, sw2 = w @ rhs, (w * w).sum(1)
+        sw = raw[:, -1]
+        ess = sw**2 / sw2
+        mom = raw[:, :-1] / sw[:, None]
+        mean_is, var_is = tm.mu0 + mom[:, :mb], jnp.maximum(mom[:, mb:] - mom[:, :mb] ** 2, 0.0)
+        mean_g, var_g = _gaussian_update(tm, arr, y)
+        collapsed = (ess < collapse_ess) & (tm.gauss | tm.binom)
+        mean = jnp.where(collapsed[:, None], mean_g, mean_is)
+        var = jnp.where(collapsed[:, None], var_g, var_is)
+        theta = arr.dg[j]
+        kept = _adopts(tm, arr, y, adopt)
+
+        def after(m):  # the state once m has run, in this scenario
+            opened = ro.gated & (rows == ro.probe_target[m]) & opens[m]
+            start = _Walk(j=j_now, theta=theta, mean=mean[m], var=var[m], budget=ro.budget - ro.cost[m],
+                          avail=(ro.base_ok | opened) & (rows != m), alive=jnp.bool_(True), value=jnp.float32(0.0))
+            start = _keep_gain(rule, start._replace(mean=start.mean.at[m].set(mean[m, m])), m, kept[m])
+            return walk_value(start, noise)
+
+        null = _Walk(j=j_now, theta=theta, mean=tm.mu0, var=tm.var0, budget=ro.budget, avail=ro.base_ok,
+                     alive=jnp.bool_(True), value=jnp.float32(0.0))
+        return jax.vmap(after)(rows), walk_value(null, noise), ess, collapsed.astype(jnp.float32)
+
+    plan = (idx, eps_all, u_all, ro.opens, noise_all)
+    v, v_null, ess, collapsed = jax.lax.map(scenario, plan, batch_size=batch)  # [K, Mb], [K]
+    diff = v - v_null[:, None]
+    cvu = diff.mean(0)
+    se = diff.std(0, ddof=1) / math.sqrt(num_outcomes)
+    return cvu, se, ess.mean(0), ess.min(0), collapsed.mean(0), v_null.mean()
+
+
+_rollout_jit = jax.jit(_rollout, static_argnames=("num_outcomes", "batch", "horizon", "rule", "n_cap", "adopt"))
+
+
+def rollout_lookahead(problem: Problem, candidates: tuple[Candidate, ...], budget: Budget,
+                      weights: ResourceWeights, reference: Budget | None, risk: Any, config: DecideConfig,
+                      rule) -> LookaheadResult:
+    """CVU of every candidate with the rollout continuation; `g0_null` is V_base(s^∅)."""
+    m = problem.size
+    if config.terminal or config.horizon == 0:
+        z = np.zeros(m)
+        return LookaheadResult(z, z.copy(), np.full(m, np.nan), np.full(m, np.nan), z.copy(), math.nan)
+    arr = lookahead_arrays(problem, config.bucket)
+    mb, s = arr.dg.shape[1], arr.dg.shape[0]
+    ro = rollout_arrays(problem, candidates, budget, weights, reference, risk, config, mb)
+    batch = chunk_outcomes(config.cvu_samples, mb, s, config.chunk_bytes)
+    out = _rollout_jit(jax.random.key(config.seed), arr, ro, jnp.float32(problem.j_now),
+                       jnp.float32(config.collapse_ess), num_outcomes=config.cvu_samples, batch=batch,
+                       horizon=config.horizon, rule=rule, n_cap=binomial_cap(problem),
+                       adopt=config.utility == "adopt")
+    cvu, se, ess, ess_min, col, v_null = (np.asarray(x, dtype=np.float64) for x in out)
+    return LookaheadResult(cvu[:m], se[:m], ess[:m], ess_min[:m], col[:m], float(v_null))

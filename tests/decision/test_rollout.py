@@ -1,0 +1,114 @@
+"""The rollout continuation: its value against a closed form, jitted and not, one compile per
+shape, and safety probes valued by the feasibility they open."""
+
+import jax
+import numpy as np
+import pytest
+
+import bayes_s2r as bs
+from bayes_s2r.decision import rollout
+from bayes_s2r.decision.config import positive_part
+from bayes_s2r.decision.index import gaussian_reservation
+
+MU = np.array([0.05, 0.0, 0.1])
+SD = np.array([0.1, 0.2, 0.01])
+COST = np.array([0.02, 0.05, 0.01])
+
+
+def _independent(num_draws=20_000):
+    names = ["a", "b", "c"]
+    belief = bs.GainBelief.from_gaussian(names, MU, SD, num_draws=num_draws, seed=3)
+    cands = [bs.Candidate(n, "adaptation", "data", cost=bs.Cost(eng=float(c))) for n, c in zip(names, COST)]
+    return belief, cands
+
+
+def test_base_policy_value_matches_the_closed_form():
+    """One decision left, noiseless tries, gains that do not interact: the base policy tries
+    the candidate with the largest reservation value, keeps it if better, so its value is
+    E[max(ΔJ, 0)] − C_λ of that candidate."""
+    belief, cands = _independent()
+    d = bs.decide(belief, cands, bs.Budget(1, 1, 1), bs.ResourceWeights(real=0, compute=0, eng=1.0),
+                  utility="adopt", continuation="rollout", horizon=1, cvu_samples=4096, seed=5,
+                  transition=bs.NoTransition(), current_J=0.5)
+    z = np.asarray(gaussian_reservation(MU, SD, COST))
+    first = int(np.argmax(z))
+    expected = float(positive_part(MU[first], SD[first]) - COST[first])
+    assert d.g0_null == pytest.approx(expected, abs=4 * SD[first] / np.sqrt(4096) + 1e-3)
+    # the stop scores −β·V(s^∅): a candidate is chosen only if it beats stopping for good
+    assert d.best is not None
+
+
+def test_rollout_is_the_same_jitted_and_not():
+    belief, cands = _independent(num_draws=400)
+    kw = {"utility": "adopt", "continuation": "rollout", "horizon": 2, "cvu_samples": 16, "seed": 1, "current_J": 0.4}
+    w = bs.ResourceWeights(real=0, compute=0, eng=1.0)
+    jitted = bs.decide(belief, cands, bs.Budget(1, 1, 1), w, **kw).table
+    with jax.disable_jit():
+        eager = bs.decide(belief, cands, bs.Budget(1, 1, 1), w, **kw).table
+    np.testing.assert_allclose(jitted["CVU"], eager["CVU"], atol=1e-5)
+    assert np.abs(jitted["CVU"]).max() > 1e-4
+
+
+def test_rollout_compiles_once_per_shape():
+    belief, cands = _independent(num_draws=1000)
+    w = bs.ResourceWeights(real=0, compute=0, eng=1.0)
+    kw = {"continuation": "rollout", "horizon": 3, "cvu_samples": 64}
+    bs.decide(belief, cands, bs.Budget(1, 1, 1), w, seed=0, **kw)
+    size = rollout._rollout_jit._cache_size()
+    for seed, budget in [(1, bs.Budget(1, 1, 0.9)), (2, bs.Budget(1, 0.5, 0.5))]:
+        bs.decide(belief, cands, budget, w, seed=seed, current_J=0.3, **kw)
+    assert rollout._rollout_jit._cache_size() == size
+
+
+def _probe_problem(sim_prior):
+    names = ["ft", "dr"]
+    belief = bs.GainBelief.from_gaussian(names, [0.3, 0.0], [0.1, 0.02], num_draws=4000, seed=0)
+    cands = [
+        bs.Candidate("ft", "adaptation", "optimization", method="FT", touches_robot=True,
+                     cost=bs.Cost(real=0.5), outcome=bs.BinomialPairedOutcome(48)),
+        bs.Candidate("dr", "adaptation", "data", method="DR", cost=bs.Cost(compute=1.0),
+                     outcome=bs.BinomialPairedOutcome(48)),
+        bs.Candidate("probe_ft", "diagnosis", "optimization", method="probe", observes="safety:ft",
+                     touches_robot=True, repeatable=False, cost=bs.Cost(real=0.1, eng=0.5),
+                     outcome=bs.SafetyProbe(executions=60, risk_bound=0.01)),
+    ]
+    risk = bs.fit_exec_risk([], cands, sim_prior=sim_prior)
+    return belief, cands, risk
+
+
+@pytest.mark.parametrize("continuation", ["rollout", "g0"])
+def test_a_probe_is_bought_when_the_feasibility_it_opens_is_worth_its_cost(continuation):
+    belief, cands, risk = _probe_problem({"ft": (0.0, 50.0)})  # simulation says: probably safe
+    w = bs.ResourceWeights(real=0.05, compute=0.01, eng=0.01)
+    d = bs.decide(belief, cands, bs.Budget(2, 5, 10), w, risk=risk, utility="adopt", current_J=0.4,
+                  continuation=continuation, horizon=2, cvu_samples=512)
+    t = d.table
+    assert not t.loc["ft", "safe"] and t.loc["probe_ft", "safe"]  # shut, and the probe's own bound opens it
+    assert t.loc["probe_ft", "ucb_exec"] == pytest.approx(0.01)
+    if continuation == "rollout":
+        assert d.best == "probe_ft"
+        assert t.loc["probe_ft", "CVU"] > 0.1  # the chance it opens ft, times what ft is worth
+    else:  # the one-step G0 cannot see what a probe opens
+        assert t.loc["probe_ft", "CVU"] == pytest.approx(0.0, abs=1e-6)
+        assert d.best != "probe_ft"
+
+
+def test_no_probe_when_the_candidate_is_likely_unsafe():
+    belief, cands, risk = _probe_problem({"ft": (8.0, 50.0)})  # 16% unsafe in simulation
+    w = bs.ResourceWeights(real=0.05, compute=0.01, eng=0.01)
+    d = bs.decide(belief, cands, bs.Budget(2, 5, 10), w, risk=risk, utility="adopt", current_J=0.4,
+                  continuation="rollout", horizon=2, cvu_samples=512)
+    assert d.best != "probe_ft"
+    assert d.table.loc["probe_ft", "CVU"] < 0.01
+
+
+def test_probe_openings_follow_the_exact_bound():
+    _, cands, risk = _probe_problem({"ft": (0.0, 50.0)})
+    cfg = bs.DecideConfig.make(cvu_samples=4000)
+    target, opens = rollout.probe_openings(None, tuple(cands), risk, cfg, 4000, seed=0)
+    assert list(target) == [-1, -1, 0]
+    # 60 clean runs give a Clopper–Pearson bound of 0.0487 ≤ 0.05; one unsafe run does not pass
+    _, a, b = risk.mixtures["ft"]
+    p_clean = float(np.mean((1 - np.random.default_rng(1).beta(a[0], b[0], 200_000)) ** 60))
+    assert opens[:, 2].mean() == pytest.approx(p_clean, abs=0.03)
+    assert not opens[:, :2].any()
