@@ -26,6 +26,13 @@ class InputError(ValueError):
         prefix = f"{where}: " if where else ""
         super().__init__(f"{prefix}{field}={value!r}: expected {expected}")
 
+    def __reduce__(self):  # picklable, so an error in a worker process reaches its parent
+        return _rebuild_input_error, (self.field, self.value, self.expected, self.where)
+
+
+def _rebuild_input_error(field: str, value: Any, expected: str, where: str | None) -> InputError:
+    return InputError(field, value, expected, where=where)
+
 
 def require(condition: bool, field: str, value: Any, expected: str) -> None:
     """Raise `InputError(field, value, expected)` unless `condition` holds."""

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from bayes_s2r.decision.config import UTILITIES
+from bayes_s2r.decision.config import CONTINUATIONS, UTILITIES
 from bayes_s2r.decision.transition import HeadroomTransition
 from bayes_s2r.errors import InputError, require_finite_nonneg
 from bayes_s2r.vocab import Budget, ResourceWeights
@@ -84,7 +84,16 @@ class CampaignConfig:
         lookahead_depth: decisions the look-ahead sees after the one it scores: 1 (DESIGN's
             CVU) or 2 (`decide(..., lookahead_depth=2)`), which values an experiment whose
             worth shows two decisions later, e.g. a cheap pilot before costly tries. The
-            round before the last looks one decision ahead whatever this says.
+            round before the last looks one decision ahead whatever this says. Used by the
+            "g0" continuation only.
+        continuation: what the look-ahead puts in place of the value of the rest of the
+            campaign: "rollout" (the default: the index policy run over every round left, in
+            scenarios drawn from the posterior; `bayes_s2r.decision.rollout`) or "g0"
+            (DESIGN's one-step G0).
+        sim_risk_prior: a simulation-based execution-risk prior, candidate name ->
+            (unsafe, executions) in simulation (`fit_exec_risk(sim_prior=...)`): the gate's
+            bound for a robot-touching candidate before the robot has run it, and the prior
+            from which the look-ahead values a safety probe.
     """
 
     budget: Budget
@@ -104,6 +113,8 @@ class CampaignConfig:
     seed: int = 0
     repeat_share: float = 0.0
     lookahead_depth: int = 1
+    continuation: str = "rollout"
+    sim_risk_prior: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.budget, Budget):
@@ -139,6 +150,12 @@ class CampaignConfig:
         require_finite_nonneg("config.repeat_share", self.repeat_share)
         if type(self.lookahead_depth) is not int or self.lookahead_depth not in (1, 2):
             raise InputError("config.lookahead_depth", self.lookahead_depth, "1 or 2")
+        if self.continuation not in CONTINUATIONS:
+            raise InputError("config.continuation", self.continuation, f"one of {CONTINUATIONS}")
+        if not isinstance(self.sim_risk_prior, Mapping):
+            raise InputError("config.sim_risk_prior", self.sim_risk_prior, "a mapping name -> (unsafe, executions)")
+        object.__setattr__(self, "sim_risk_prior", {k: tuple(v) if isinstance(v, (list, tuple)) else v
+                                                    for k, v in self.sim_risk_prior.items()})
 
     @property
     def transition(self) -> HeadroomTransition:

@@ -110,7 +110,8 @@ def _rng(rng_key) -> np.random.Generator:
 
 class SyntheticExecutor:
     """Runs candidates in a `SyntheticWorld`: binomial paired evaluations, sensitivity
-    trials and unsafe events drawn from known rates. Policies are named "pi0", "pi1", …
+    trials and unsafe events drawn from known rates (a safety probe records its executions
+    of the candidate it observes, at that candidate's unsafe rate). Policies are named "pi0", "pi1", …
     and their true success rates are kept in the persisted memory.
     """
 
@@ -148,6 +149,14 @@ class SyntheticExecutor:
                 records.append(SensitivityTrial(k, level, int(rng.binomial(self.sweep_episodes, p)),
                                                 self.sweep_episodes, tier="proxy", policy=policy,
                                                 round=round))
+        elif candidate.observed_safety is not None:
+            # a safety probe: short supervised runs of the candidate it observes, whose
+            # unsafe events measure that candidate's execution risk
+            target = candidate.observed_safety
+            runs = int(candidate.outcome.params()[1]) if candidate.outcome is not None else n
+            unsafe = int(rng.binomial(runs, self.world.unsafe_rate.get(target, 0.0)))
+            records.append(ExecutionOutcome(target, runs, unsafe, round=round))
+            return Execution(tuple(records), candidate.cost, None, (), {})
         elif candidate.role == "diagnosis":
             observed = candidate.observes
             J_obs = float(np.clip(J + self.world.true_gain(observed, J), 0.0, 1.0))

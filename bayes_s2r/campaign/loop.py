@@ -8,6 +8,7 @@ feasible candidate, round limit) runs the deployment check on its own evaluation
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -163,9 +164,16 @@ def fit_round_belief(evidence, state: CampaignState, seed: int):
     cfg = state.config
     evidence = list(evidence)
     level = adoption_level(evidence, state)
-    belief = fit_gains(evidence + ([level] if level is not None else []), state.candidates,
-                       method=cfg.fit_method, seed=seed, current_policy=state.policy, **cfg.fit_options)
-    risk = fit_exec_risk(evidence, state.candidates)
+    records = evidence + ([level] if level is not None else [])
+    belief = fit_gains(records, state.candidates, method=cfg.fit_method, seed=seed, current_policy=state.policy,
+                       **cfg.fit_options)
+    if cfg.fit_method == "svi" and not belief.diagnostics.get("ok", False):
+        # an optimisation that has not settled gets one longer run before the round gives up on it
+        steps = cfg.fit_options.get("svi_steps", inspect.signature(fit_gains).parameters["svi_steps"].default)
+        options = {**cfg.fit_options, "svi_steps": 2 * steps}
+        belief = fit_gains(records, state.candidates, method="svi", seed=seed + 1, current_policy=state.policy,
+                           **options)
+    risk = fit_exec_risk(evidence, state.candidates, sim_prior=cfg.sim_risk_prior or None)
     return belief, risk
 
 
@@ -253,12 +261,14 @@ def round_decision(state: CampaignState, ledger: Ledger, seed: int, *, beta: flo
     beta = cfg.beta if beta is None else beta
     # two decisions ahead only where two more rounds remain and CVU counts
     depth = cfg.lookahead_depth if t < cfg.max_rounds - 2 and beta > 0 else 1
+    terminal = (t == cfg.max_rounds - 1) if terminal is None else terminal
     decision = decide(
         belief, state.candidates, state.budget, cfg.weights, risk=risk, alpha_exec=cfg.alpha_exec,
         delta=cfg.delta, beta=beta, cvu_samples=cfg.cvu_samples if cvu_samples is None else cvu_samples,
-        terminal=(t == cfg.max_rounds - 1) if terminal is None else terminal, seed=seed, reference=cfg.budget,
+        terminal=terminal, seed=seed, reference=cfg.budget,
         current_J=state.current_J, done=state.done, utility=cfg.utility,
         allow_bad_belief=cfg.allow_bad_belief, transition=cfg.transition, lookahead_depth=depth,
+        continuation=cfg.continuation, horizon=0 if terminal else max(cfg.max_rounds - t - 1, 0),
     )
     return decision, belief
 

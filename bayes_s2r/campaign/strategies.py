@@ -11,14 +11,17 @@ executor, same adoption rule (a policy is adopted only when its paired evaluatio
 | `q_beta0`     | the same with β = 0 (myopic U0)                                              |
 | `mv_greedy`   | argmax MV = μ/C_λ over the feasible set; stops when the best MV ≤ 1         |
 | `thompson`    | one posterior draw θ; argmax θ_m − C_λ(m); stops where `q_beta0` stops      |
+| `pandora`     | Weitzman's index: argmax reservation value z_m, E[(ΔJ_m − z_m)^+] = C_λ(m)  |
+|               | over the posterior draws; stops when no z_m is above 0                      |
 | `dr_only`     | fixed recipe: DR, repeated                                                   |
 | `si_then_dr`  | fixed recipe: SI once, then DR repeated                                      |
 | `dr_then_ft`  | fixed recipe: DR once, then real fine-tuning repeated                        |
 | `round_robin` | cycles over the methods of the candidate set                                 |
 | `oracle`      | knows each candidate's true gain in the current state; argmax true ΔJ − C_λ |
-| `oracle_safe` | the oracle restricted to the toolkit's feasible set (budget and safety gate) |
+| `oracle_safe` | the oracle restricted to the toolkit's feasible set (budget and safety gate);|
+|               | it runs a safety probe first when the gated candidate is worth the probe    |
 
-The belief-based rules (`q_cvu`, `q_beta0`, `mv_greedy`, `thompson`) read the same fitted
+The belief-based rules (`q_cvu`, `q_beta0`, `mv_greedy`, `thompson`, `pandora`) read the same fitted
 belief and the same feasible set (budget and execution-safety gate) from `decide`. The
 recipes and round-robin are what teams run without a belief: they respect the budget and
 non-repeatable candidates but compute no safety bound and never take an economic stop.
@@ -36,6 +39,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 import pandas as pd
 
+from bayes_s2r.decision.problem import priced
 from bayes_s2r.errors import InputError
 
 __all__ = [
@@ -46,6 +50,7 @@ __all__ = [
     "make_chooser",
     "mv_greedy",
     "oracle",
+    "pandora",
     "recipe",
     "round_robin",
     "synthetic_true_gains",
@@ -55,7 +60,7 @@ __all__ = [
 
 #: Every strategy id `make_chooser` knows, the toolkit's rule first.
 STRATEGY_IDS = ("q_cvu", "q_beta0", "mv_greedy", "dr_only", "si_then_dr", "dr_then_ft", "round_robin",
-                "thompson", "oracle", "oracle_safe")
+                "thompson", "pandora", "oracle", "oracle_safe")
 
 #: The fixed recipes as method sequences; the last step repeats.
 RECIPES: dict[str, tuple[str, ...]] = {"dr_only": ("DR",), "si_then_dr": ("SI", "DR"), "dr_then_ft": ("DR", "FT")}
@@ -102,8 +107,8 @@ class Chooser(Protocol):
 def _decide(state, ledger, seed: int, *, beta: float, terminal: bool | None = None):
     from bayes_s2r.campaign.loop import round_decision
 
-    # with β = 0 the look-ahead does not enter Q: two outcomes keep its columns defined
-    return round_decision(state, ledger, seed, beta=beta, terminal=terminal,
+    # with β = 0 the look-ahead does not enter Q (nor the stop's score): skip it
+    return round_decision(state, ledger, seed, beta=beta, terminal=True if beta == 0 else terminal,
                           cvu_samples=state.config.cvu_samples if beta > 0 else 2)
 
 
@@ -123,7 +128,7 @@ def _plain_table(state) -> tuple[pd.DataFrame, np.ndarray]:
     for c in state.candidates:
         affordable = bool(state.budget.covers(c.cost))
         done = (not c.repeatable) and c.name in state.done
-        c_lambda = float(lam @ np.array([c.cost.real, c.cost.compute, c.cost.eng]))
+        c_lambda = float(priced(lam, c.cost.as_array()))
         rows[c.name] = {"role": c.role, "method": c.method, "C_lambda": c_lambda, "affordable": affordable,
                         "done": done, "feasible": affordable and not done and c.role == "adaptation"}
     return pd.DataFrame.from_dict(rows, orient="index"), lam
@@ -203,6 +208,36 @@ def thompson() -> Chooser:
     return choose
 
 
+def pandora() -> Chooser:
+    """Weitzman's Pandora's-box rule on the belief: try the feasible adaptation with the
+    largest reservation value z (E[(ΔJ − z)^+] = C_λ, exactly over the posterior draws) and
+    stop when no z is above 0, the gain of keeping the deployed policy. It is the optimal
+    policy when tries are independent, exactly observed and a tried policy is kept only if
+    better (Weitzman 1979); it ignores evaluation noise and what a diagnosis would show."""
+    from bayes_s2r.decision.index import reservation_values
+
+    def choose(state, ledger, *, seed: int) -> Choice:
+        decision, belief = _decide(state, ledger, seed, beta=0.0, terminal=True)
+        table = decision.table.copy()
+        price = table["C_lambda"].astype(float)
+        pool = [n for n in table.index if table.loc[n, "role"] == "adaptation" and n in belief.names
+                and np.isfinite(price[n])]
+        table["z"] = np.nan
+        if pool:
+            draws = np.column_stack([belief.column(n) for n in pool])
+            table.loc[pool, "z"] = reservation_values(draws, price[pool].to_numpy())
+        best = _argmax(table, "z")
+        if best is None:
+            stop = decision.stop_reason or "no_feasible"
+        elif float(table.loc[best, "z"]) <= 0.0:  # no try is worth more than keeping what is deployed
+            best, stop = None, "economic"
+        else:
+            stop = None
+        return _from_decision(decision, belief, "pandora", best, stop, table)
+
+    return choose
+
+
 def _executed(state) -> int:
     return sum(1 for h in state.history if h.chosen is not None)
 
@@ -268,26 +303,50 @@ def oracle(true_gains: Callable[[Any, Any], Mapping[str, float]], *, gated: bool
 
     def choose(state, ledger, *, seed: int) -> Choice:
         table, lam = _plain_table(state)
-        if gated:  # the execution-safety gate of `decide`, from the same evidence
-            from bayes_s2r.belief import fit_exec_risk
-            from bayes_s2r.decision.problem import exec_gate
-            from bayes_s2r.evidence.records import ExecutionOutcome
-
-            cfg = state.config
-            risk = fit_exec_risk(ledger.records(ExecutionOutcome), state.candidates)
-            table["safe"] = [exec_gate(c, risk, alpha_exec=cfg.alpha_exec, delta=cfg.delta)[2]
-                             for c in state.candidates]
-            table["feasible"] = table["feasible"] & table["safe"]
         gains = true_gains(state, ledger)
         table["true_dJ"] = [float(gains.get(n, 0.0)) if r == "adaptation" else 0.0
                             for n, r in zip(table.index, table["role"], strict=True)]
         table["true_U0"] = table["true_dJ"] - table["C_lambda"]
-        best = _argmax(table, "true_U0")
-        if best is not None and float(table.loc[best, "true_U0"]) <= 0.0:
+        probe = None
+        if gated:  # the execution-safety gate of `decide`, from the same evidence
+            probe = _gate(state, ledger, table)
+        best = probe or _argmax(table, "true_U0")
+        if probe is None and best is not None and float(table.loc[best, "true_U0"]) <= 0.0:
             return Choice(None, "economic", table, rule, lambda_=tuple(float(x) for x in lam))
         return _plain(state, rule, best, table, lam)
 
     return choose
+
+
+def _gate(state, ledger, table: pd.DataFrame) -> str | None:
+    """Apply `decide`'s execution-safety gate to `table`; return a safety probe worth running.
+
+    The oracle knows the gains but not the risks: where the best candidate by true U0 is
+    shut by the gate and an affordable probe of it costs less than what it would add over
+    the best open candidate, it runs the probe (which may find the candidate unsafe).
+    """
+    from bayes_s2r.belief import fit_exec_risk
+    from bayes_s2r.decision.problem import exec_gate
+    from bayes_s2r.evidence.records import ExecutionOutcome
+
+    cfg = state.config
+    risk = fit_exec_risk(ledger.records(ExecutionOutcome), state.candidates, sim_prior=cfg.sim_risk_prior or None)
+    table["safe"] = [exec_gate(c, risk, alpha_exec=cfg.alpha_exec, delta=cfg.delta)[2] for c in state.candidates]
+    shut = table[table["feasible"] & ~table["safe"]]
+    table["feasible"] = table["feasible"] & table["safe"]
+    open_best = max([0.0, *table.loc[table["feasible"], "true_U0"].astype(float)])
+    done = set(state.done)
+    best_probe, best_value = None, open_best
+    for c in state.candidates:
+        target = c.observed_safety
+        if (target is None or target not in shut.index or c.name in done or risk.executions.get(target, 0) > 0
+                or not state.budget.covers(c.cost)):
+            continue  # probed before: what it showed is in the gate
+        value = float(shut.loc[target, "true_U0"]) - float(priced(np.asarray(state.config.weights.at(
+            state.budget, cfg.budget)), c.cost.as_array()))
+        if value > best_value:
+            best_probe, best_value = c.name, value
+    return best_probe
 
 
 def synthetic_true_gains(executor) -> Callable[[Any, Any], Mapping[str, float]]:
@@ -316,6 +375,8 @@ def make_chooser(strategy: str, *, true_gains: Callable | None = None) -> Choose
         return thompson()
     if strategy == "round_robin":
         return round_robin()
+    if strategy == "pandora":
+        return pandora()
     if strategy in RECIPES:
         return recipe(RECIPES[strategy], rule=strategy)
     if true_gains is None:

@@ -61,7 +61,7 @@ def _state(tmp_path, candidates, config, executed=(), name="c.sqlite"):
 
 def test_strategy_ids_are_the_agreed_ones():
     assert STRATEGY_IDS == ("q_cvu", "q_beta0", "mv_greedy", "dr_only", "si_then_dr", "dr_then_ft",
-                            "round_robin", "thompson", "oracle", "oracle_safe")
+                            "round_robin", "thompson", "pandora", "oracle", "oracle_safe")
     with pytest.raises(bs.InputError, match="strategy"):
         make_chooser("greedy")
     with pytest.raises(bs.InputError, match="true_gains"):
