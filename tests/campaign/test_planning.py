@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 import bayes_s2r as bs
-from bayes_s2r.campaign import SyntheticExecutor, load_state, make_chooser, run_campaign, start_campaign
+from bayes_s2r.campaign import (
+    SyntheticExecutor,
+    load_state,
+    make_chooser,
+    run_campaign,
+    start_campaign,
+)
 from bayes_s2r.campaign.strategies import _plain_table
 from bayes_s2r.decision.index import reservation_values
 from bayes_s2r.evidence.ledger import Ledger
