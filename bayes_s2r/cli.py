@@ -1,9 +1,8 @@
 """The `bayes-s2r` command line.
 
-`app` is the root Typer application; each command group lives in its own function or
-sub-application (`ledger` here). Bad input anywhere (an `InputError`) ends the command
-with a one-line message on stderr and exit code 2, never a traceback: the root group
-catches it, so new commands get this behaviour without doing anything.
+`app` is the root Typer application (`bayes_s2r.cli_root`); each command group lives in its
+own function or sub-application (`ledger` here, the others in `cli_decide` and
+`cli_campaign`, which `main` imports).
 
 Commands import their heavy dependencies (JAX, NumPyro) inside the function body, so
 `bayes-s2r --help` and the ledger commands do not pay for them.
@@ -15,65 +14,19 @@ import os
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
-from typer.core import TyperGroup
 
+from bayes_s2r.cli_root import _console, app
 from bayes_s2r.errors import InputError
 
 __all__ = ["app", "ledger_app", "main", "use_compile_cache"]
 
 
-class _Group(TyperGroup):
-    """A Typer group that turns `InputError` into a one-line message and exit code 2."""
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except InputError as e:
-            click.echo(f"error: {e}", err=True)
-            raise typer.Exit(2) from None
-
-
-# rich_markup_mode=None: help texts are plain text, so "[budget]" or "E[max(gain, 0)]"
-# print as written instead of being read as console markup.
-app = typer.Typer(
-    cls=_Group,
-    no_args_is_help=True,
-    help="Where should the next unit of sim-to-real budget go?",
-    pretty_exceptions_show_locals=False,
-    rich_markup_mode=None,
-)
 ledger_app = typer.Typer(
     no_args_is_help=True, help="The evidence ledger: create, import, show, export.",
     rich_markup_mode=None,
 )
 app.add_typer(ledger_app, name="ledger")
-
-
-@app.callback()
-def _root(
-    ctx: typer.Context,
-    devices: Annotated[int | None, typer.Option(
-        "--devices", envvar="BAYES_S2R_DEVICES", min=1,
-        help="Devices to split rollouts, look-ahead draws and MCMC chains over. On a CPU "
-             "this many host devices are made (they share the cores).")] = None,
-) -> None:
-    """Where should the next unit of sim-to-real budget go?"""
-    if devices is None:
-        return
-    from bayes_s2r.distributed.devices import configure_host_devices, use_devices
-
-    configure_host_devices(devices)
-    ctx.with_resource(use_devices(devices))
-
-
-def _console():
-    from rich.console import Console
-
-    # soft_wrap: long plain-text rows (decision tables) are never folded, so piped or
-    # redirected output keeps one row per line; rich tables still fit the width.
-    return Console(highlight=False, soft_wrap=True)
 
 
 def _suffix(file: Path, field: str) -> str:

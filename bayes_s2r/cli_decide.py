@@ -1,6 +1,6 @@
 """`bayes-s2r prior`, `fit`, `decide` and `report`: the toolkit on a user's own ledger.
 
-Registered on the root `app` of `bayes_s2r.cli`. Heavy imports stay inside the commands.
+Registered on the root `app` (`bayes_s2r.cli_root`). Heavy imports stay inside the commands.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from bayes_s2r.cli import _console, app
+from bayes_s2r.cli_root import _console, app, root_devices
 from bayes_s2r.errors import InputError
 from bayes_s2r.vocab import RESOURCES, Budget, ResourceWeights
 
@@ -312,6 +312,7 @@ def _record(ledger_path: Path, decision, round_: int, budget: Budget, belief, se
 
 @app.command("decide")
 def decide_command(
+    ctx: typer.Context,
     ledger: LedgerOpt,
     candidates: CandidatesOpt,
     budget: Annotated[str | None, typer.Option(
@@ -358,7 +359,7 @@ def decide_command(
     belief, risk = _fit(records, cands, method, seed, gain_prior)
     d = decide(belief, cands, b, w, risk=risk, alpha_exec=alpha_exec, delta=delta, beta=beta,
                cvu_samples=cvu_samples, seed=seed, utility=utility, allow_bad_belief=True,
-               lookahead_depth=lookahead_depth)
+               lookahead_depth=lookahead_depth, devices=root_devices(ctx))
     gate = _gate_hints(d, records, alpha_exec, delta)
     rows = rows_of(d.table, d.p_best, gate)
     round_ = _decision_round(records) if record else None

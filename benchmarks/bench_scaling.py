@@ -109,9 +109,11 @@ def _child(args) -> dict:
     import jax.numpy as jnp
     import numpy as np
 
-    from bayes_s2r.distributed import draw_mesh, gather, sharded_lookahead, sharded_rollout_dr
+    from bayes_s2r.decision.sharded import draw_mesh, sharded_lookahead
+    from bayes_s2r.distributed import gather
     from bayes_s2r.sim.params import DRSpec
     from bayes_s2r.sim.rollout import LinearPolicy
+    from bayes_s2r.sim.sharded import sharded_rollout_dr
     from bayes_s2r.sim.world import Protocol, make_world
 
     devs = jax.devices(backend)[:devices]

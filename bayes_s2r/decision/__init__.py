@@ -2,7 +2,6 @@
 
 from bayes_s2r.decision.config import DecideConfig
 from bayes_s2r.decision.decide import decide
-from bayes_s2r.decision.lookahead import lookahead_trace_count
 from bayes_s2r.decision.result import Decision
 from bayes_s2r.decision.transition import HeadroomTransition, NoTransition
 
@@ -12,5 +11,4 @@ __all__ = [
     "HeadroomTransition",
     "NoTransition",
     "decide",
-    "lookahead_trace_count",
 ]

@@ -34,11 +34,9 @@ def _config(config: DecideConfig | None, options: dict[str, Any]) -> DecideConfi
 
 
 def _lookahead_on(devices: Any, prob, cfg, rule):
-    from bayes_s2r.distributed.devices import active_mesh
-
-    if devices is None and active_mesh() is None:
+    if devices is None:
         return lookahead(prob, cfg, rule)
-    from bayes_s2r.distributed.lookahead import sharded_lookahead
+    from bayes_s2r.decision.sharded import sharded_lookahead  # JAX's sharding, only when asked
 
     return sharded_lookahead(prob, cfg, rule, devices=devices)
 

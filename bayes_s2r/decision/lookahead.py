@@ -59,11 +59,9 @@ __all__ = [
     "draw_outcomes",
     "lookahead",
     "lookahead_arrays",
-    "lookahead_trace_count",
     "second_step_arrays",
 ]
 
-_TRACES = [0]
 _P_EPS = 1e-6
 
 
@@ -111,11 +109,6 @@ class LookaheadResult(NamedTuple):
     ess_min: np.ndarray
     collapsed: np.ndarray
     g0_null: float
-
-
-def lookahead_trace_count() -> int:
-    """How many times the look-ahead kernel has been traced (compiled) in this process."""
-    return _TRACES[0]
 
 
 def bucket_size(m: int, bucket: int) -> int:
@@ -298,7 +291,6 @@ def _after_move(rule, mean, var, is_m, j_now):
 
 def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num_outcomes: int,
                batch: int, block: int, use_var: bool, rule, n_cap: int, adopt: bool = False):
-    _TRACES[0] += 1
     s = arr.dg.shape[0]
     idx, eps_all, u_all = _outcome_plan(rng_key, s, num_outcomes)
     tm = _terms(arr, n_cap)

@@ -1,4 +1,4 @@
-"""The Monte-Carlo look-ahead with the posterior draws split over devices.
+"""The Monte-Carlo look-ahead with the posterior draws split over devices (`decide(devices=...)`).
 
 `bayes_s2r.decision.lookahead` computes, for every candidate and simulated outcome, weights
 over the S posterior draws and their products with the draws. Here the draw axis of its
@@ -15,6 +15,7 @@ chains × samples draws, which usually divide.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from jax.sharding import NamedSharding, PartitionSpec
@@ -34,7 +35,7 @@ from bayes_s2r.errors import InputError
 
 __all__ = ["draw_mesh", "shard_lookahead_arrays", "sharded_lookahead"]
 
-_DRAW_AXIS = {"dg": 0, "theta_obs": 1}
+_DRAW_AXIS = MappingProxyType({"dg": 0, "theta_obs": 1})
 
 
 def draw_mesh(num_draws: int, devices: Any = None):

@@ -1,11 +1,12 @@
 """Multi-device and multi-host scaling with JAX's own sharding (no other framework).
 
 - `configure_host_devices(n)`: n CPU devices (sets XLA_FLAGS before JAX starts).
-- `batch_mesh`, `use_devices`, and `devices=` on every sharded function: which devices.
-- `sharded_rollout`, `sharded_rollout_dr`, `sharded_simulate_batch`: the testbed's episode
-  batch split over devices; same key, same episodes as the single-device functions.
-- `sharded_lookahead`, `shard_lookahead_arrays`: the look-ahead with the posterior draws
-  split over devices; equal to the single-device result up to reduction order.
+- `batch_mesh`, and `devices=` on every sharded function: which devices. Devices are always
+  passed explicitly; nothing reroutes a call that was not given them.
+- The users of these helpers live with their computations: `bayes_s2r.sim.sharded`
+  (`sharded_rollout`, `sharded_rollout_dr`, `sharded_simulate_batch`; `devices=` on
+  `simulate_batch`, `train_es`, `train_cem`) and `bayes_s2r.decision.sharded`
+  (`sharded_lookahead`; `devices=` on `decide`). This package imports neither.
 - `chain_method_for(num_chains)`: "parallel" MCMC chains when there are enough devices.
 - `initialize_multihost(...)`: several processes/hosts (jax.distributed), then the same code;
   `place_batch`, `sharded_call`, `gather` for any batch function.
@@ -13,17 +14,14 @@
 
 import importlib
 
-# Names load their module on first use (PEP 562), so `decision` can ask for the active mesh
-# (`devices`) without importing the testbed that `rollouts` needs.
+# Names load their module on first use (PEP 562): `devices` and `multihost` import JAX only
+# inside their functions, so `configure_host_devices` can run before JAX starts.
 _LAZY = {
-    **dict.fromkeys(["BATCH_AXIS", "DeviceInfo", "active_mesh", "batch_mesh", "chain_method_for",
-                     "configure_host_devices", "device_info", "use_devices"], "devices"),
-    **dict.fromkeys(["draw_mesh", "shard_lookahead_arrays", "sharded_lookahead"], "lookahead"),
+    **dict.fromkeys(["BATCH_AXIS", "DeviceInfo", "batch_mesh", "chain_method_for",
+                     "configure_host_devices", "device_info"], "devices"),
     **dict.fromkeys(["CPU_COLLECTIVES", "initialize_multihost", "shutdown_multihost"], "multihost"),
     **dict.fromkeys(["Placed", "batch_length", "gather", "place_batch", "place_replicated", "put_global",
                      "sharded_call", "unpad"], "placement"),
-    **dict.fromkeys(["chunk_for", "sharded_rollout", "sharded_rollout_dr", "sharded_simulate_batch"],
-                    "rollouts"),
 }
 
 __all__ = [
@@ -31,28 +29,19 @@ __all__ = [
     "CPU_COLLECTIVES",
     "DeviceInfo",
     "Placed",
-    "active_mesh",
     "batch_length",
     "batch_mesh",
     "chain_method_for",
-    "chunk_for",
     "configure_host_devices",
     "device_info",
-    "draw_mesh",
     "gather",
     "initialize_multihost",
     "place_batch",
     "place_replicated",
     "put_global",
-    "shard_lookahead_arrays",
     "sharded_call",
-    "sharded_lookahead",
-    "sharded_rollout",
-    "sharded_rollout_dr",
-    "sharded_simulate_batch",
     "shutdown_multihost",
     "unpad",
-    "use_devices",
 ]
 
 

@@ -6,21 +6,19 @@ JAX decides the device set once, when its backend starts (the first array or the
 devices share the machine's cores: they let sharded code run and be tested on a laptop, not
 go faster than the cores allow. On GPUs and TPUs the devices are the accelerators.
 
-Every sharded function in `bayes_s2r.distributed` takes `devices=`:
+Every sharded function takes `devices=` (there is no ambient default: a function splits its
+batch only over the devices it is given):
 
-- ``None``: the mesh set by an enclosing `use_devices(...)`, else every device JAX sees
-  (across all processes after `jax.distributed.initialize`);
+- ``None``: every device JAX sees (across all processes after `jax.distributed.initialize`);
 - an int ``n``: the first ``n`` devices of `jax.devices()`;
 - a sequence of `jax.Device`, or a `jax.sharding.Mesh` with one axis.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from bayes_s2r.errors import InputError
@@ -28,19 +26,16 @@ from bayes_s2r.errors import InputError
 __all__ = [
     "BATCH_AXIS",
     "DeviceInfo",
-    "active_mesh",
     "batch_mesh",
     "chain_method_for",
     "configure_host_devices",
     "device_info",
-    "use_devices",
 ]
 
 #: Name of the one mesh axis the batch (environments, draws) is split along.
 BATCH_AXIS = "batch"
 
 _FLAG = "--xla_force_host_platform_device_count"
-_CURRENT: contextvars.ContextVar = contextvars.ContextVar("bayes_s2r_devices", default=None)
 
 
 def _backend_started() -> bool:
@@ -159,8 +154,7 @@ def batch_mesh(devices: Any = None):
     from jax.sharding import Mesh
 
     if devices is None:
-        current = _CURRENT.get()
-        return current if current is not None else _mesh_of(jax.devices())
+        return _mesh_of(jax.devices())
     if isinstance(devices, Mesh):
         if devices.axis_names != (BATCH_AXIS,):
             raise InputError("devices", devices.axis_names, f"a mesh with the one axis {BATCH_AXIS!r}")
@@ -178,39 +172,6 @@ def batch_mesh(devices: Any = None):
             raise InputError("devices", devices, "distinct devices")
         return _mesh_of(devices)
     raise InputError("devices", devices, "None, a whole number of devices, a list of jax devices or a Mesh")
-
-
-def active_mesh():
-    """The mesh of the enclosing `use_devices(...)` block, or None outside any.
-
-    Example:
-        >>> active_mesh() is None
-        True
-    """
-    return _CURRENT.get()
-
-
-@contextlib.contextmanager
-def use_devices(devices: Any) -> Iterator[Any]:
-    """Within the block, sharded functions called with `devices=None` use this mesh.
-
-    Args:
-        devices: as for `batch_mesh` (int, devices or mesh).
-
-    Yields:
-        The mesh.
-
-    Example:
-        >>> with use_devices(1) as mesh:
-        ...     batch_mesh().size == mesh.size == 1
-        True
-    """
-    mesh = batch_mesh(devices)
-    token = _CURRENT.set(mesh)
-    try:
-        yield mesh
-    finally:
-        _CURRENT.reset(token)
 
 
 def chain_method_for(num_chains: int) -> str:

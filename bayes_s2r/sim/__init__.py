@@ -47,7 +47,6 @@ from bayes_s2r.sim.params import (
 from bayes_s2r.sim.real import RealRobot, RealRun, RealTrajectories, make_excitation
 from bayes_s2r.sim.rollout import (
     CHUNK,
-    TRACE_COUNTS,
     EpisodeStats,
     LinearPolicy,
     Trajectory,
@@ -93,7 +92,6 @@ __all__ = [
     "KINDS",
     "MAX_LATENCY",
     "PARAM_NAMES",
-    "TRACE_COUNTS",
     "CEMConfig",
     "CostModel",
     "DRSpec",

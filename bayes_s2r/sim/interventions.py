@@ -38,6 +38,7 @@ import tomllib
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import jax
@@ -59,14 +60,14 @@ __all__ = ["DEFAULTS", "KINDS", "CostModel", "InterventionResult", "load_costs",
 KINDS = ("si_retrain", "dr_retrain", "obs_augment", "obs_align", "real_finetune")
 
 #: Default parameters per kind (small: each runs in seconds on 2 cores once compiled).
-DEFAULTS: dict[str, dict[str, Any]] = {
+DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({kind: MappingProxyType(d) for kind, d in {
     "si_retrain": {"trajectories": 8, "excitation": 0.3, "si_iterations": 40, "method": "gradient",
                    "iterations": 16},
     "dr_retrain": {"width": 1.0, "directions": ("latency",), "sim_steps": None, "iterations": 16},
     "obs_augment": {"noise_level": 1.0, "bias_level": 1.0, "sim_steps": None, "iterations": 16},
     "obs_align": {"readings": 16, "z": 3.0},
     "real_finetune": {"episodes": 64, "population": 8, "sigma": 0.05, "learning_rate": 0.02},
-}
+}.items()})
 
 
 @dataclasses.dataclass(frozen=True)

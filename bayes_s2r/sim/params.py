@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import jax
@@ -121,7 +122,7 @@ class Direction:
 
 
 #: The standard directions; level 1.0 is a plausible real mismatch for each.
-DIRECTIONS: dict[str, Direction] = {
+DIRECTIONS: Mapping[str, Direction] = MappingProxyType({
     d.name: d
     for d in (
         Direction("mass", "mass_scale", 0.3),
@@ -131,7 +132,7 @@ DIRECTIONS: dict[str, Direction] = {
         Direction("obs_noise", "obs_noise", 0.02),
         Direction("obs_bias", "obs_bias", 0.05),
     )
-}
+})
 
 
 def _direction(name: str, field: str = "direction") -> Direction:

@@ -3,7 +3,7 @@
 One episode is a pure function of (policy, ξ, initial state, noise key, excitation). The
 compiled batch functions take everything as traced arguments; only the environment name,
 the protocol and the horizon are static, so each (world structure, batch shape) compiles
-exactly once. `TRACE_COUNTS` counts how many times each function body was traced.
+exactly once (a test checks `_chunk_fn._cache_size()`).
 
 Per control step: observe (true state + Gaussian noise + pole-angle bias), act with the
 policy (plus a known excitation signal, for identification), push the action through a
@@ -32,25 +32,27 @@ the cart-pole's is `_episode`, the reacher's `_episode_reacher`. The reacher tas
 
 from __future__ import annotations
 
-import collections
 import functools
+from types import MappingProxyType
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayes_s2r.distributed.devices import batch_mesh
+from bayes_s2r.distributed.placement import place_batch, unpad
 from bayes_s2r.errors import InputError
 from bayes_s2r.sim.params import MAX_LATENCY, DRSpec, Params, broadcast_params, sample_params
 from bayes_s2r.sim.world import ENVS, Protocol, World, _base_system, apply_params
 
 __all__ = [
     "CHUNK",
-    "TRACE_COUNTS",
     "EpisodeStats",
     "LinearPolicy",
     "Trajectory",
     "act",
+    "chunk_for",
     "policy_id",
     "rollout",
     "rollout_dr",
@@ -60,7 +62,6 @@ __all__ = [
 ]
 
 #: How many times each compiled function's Python body has been traced (a re-trace check).
-TRACE_COUNTS: collections.Counter = collections.Counter()
 
 
 class LinearPolicy(NamedTuple):
@@ -292,7 +293,7 @@ def _episode_reacher(env: str, protocol: Protocol, policy, params: Params, q0, q
 
 
 #: The episode function of each environment (same signature and outputs).
-_EPISODES = {"inverted_pendulum": _episode, "reacher": _episode_reacher}
+_EPISODES = MappingProxyType({"inverted_pendulum": _episode, "reacher": _episode_reacher})
 
 
 #: Episodes per compiled call. Every batch is padded to a multiple of CHUNK and run chunk by
@@ -303,22 +304,18 @@ CHUNK = 256
 
 @functools.partial(jax.jit, static_argnames=("env", "protocol"))
 def _chunk_fn(env, protocol, policies, params, q0, qd0, keys, excitation):
-    TRACE_COUNTS["rollout"] += 1
     episode = _EPISODES[env]
     fn = lambda pol, prm, a, b, k, e: episode(env, protocol, pol, prm, a, b, k, e)
     stats, (obs, a, q, qd, alive) = jax.vmap(fn)(policies, params, q0, qd0, keys, excitation)
     return stats, Trajectory(obs, a, q, qd, alive, q0, qd0)
 
 
-def _run_chunks(env, protocol, policies, params, q0, qd0, keys, excitation, record, chunk=None):
+def _run_chunks(env, protocol, policies, params, q0, qd0, keys, excitation, record, chunk=None,
+                mesh=None):
     n = keys.shape[0]
     tree = (policies, params, q0, qd0, keys, excitation)
-    if chunk is None:
-        from bayes_s2r.distributed.devices import active_mesh
-
-        mesh = active_mesh()
-        if mesh is not None and mesh.size > 1:
-            return _run_split(env, protocol, tree, record, mesh)
+    if chunk is None and mesh is not None and mesh.size > 1:
+        return _run_split(env, protocol, tree, record, mesh)
     chunk = chunk or CHUNK
     pad = (-n) % chunk
     if pad:
@@ -332,15 +329,26 @@ def _run_chunks(env, protocol, policies, params, q0, qd0, keys, excitation, reco
     return joined if record else joined[0]
 
 
-def _run_split(env, protocol, tree, record, mesh):
-    """The batch as one call split over the devices of `mesh` (inside `use_devices(...)`).
+def chunk_for(episodes: int, devices: int) -> int:
+    """Episodes per compiled call for a batch split over `devices` (> 1): one call for the batch.
 
-    Every caller (rollouts, sweeps, paired evaluations, ES/CEM training) gets this without
-    changes; the episodes and their results are those of the chunked path.
+    `simulate_batch` slices big batches into chunks; a slice after the first loses the batch
+    sharding, so a sharded batch runs as one chunk. Its size is `devices` × the next power of
+    two ≥ episodes / devices: a new compile only when that per-device size doubles.
+
+    Example:
+        >>> chunk_for(6, 4), chunk_for(256, 4), chunk_for(1000, 4)
+        (8, 256, 1024)
     """
-    from bayes_s2r.distributed.placement import place_batch, unpad
-    from bayes_s2r.distributed.rollouts import chunk_for
+    per_device = -(-episodes // devices)
+    return devices * (1 << max(0, per_device - 1).bit_length())
 
+
+def _run_split(env, protocol, tree, record, mesh):
+    """The batch as one call split over the devices of `mesh`.
+
+    The episodes and their results are those of the chunked path.
+    """
     n = tree[4].shape[0]
     size = chunk_for(n, mesh.size)  # a new compile only when the per-device size doubles
     if size > n:
@@ -401,7 +409,7 @@ def _episode_count(episodes) -> int:
 
 def simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: Params,
                    *, init: tuple | None = None, excitation=None, record: bool = False,
-                   chunk: int | None = None):
+                   chunk: int | None = None, devices=None):
     """Run one episode per element of the batch of ξ in `params` (shape [B]).
 
     Args:
@@ -414,6 +422,9 @@ def simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: P
             [B, T, act] when the world has act > 1 actuators.
         record: also return the `Trajectory`.
         chunk: episodes per compiled call (default `CHUNK`; another value compiles once more).
+        devices: split the batch over these devices (an int, a list of jax devices or a
+            one-axis Mesh; see `bayes_s2r.distributed`) as one compiled call; None runs it
+            on the default device. Same key, same episodes.
 
     Returns:
         `EpisodeStats` (and a `Trajectory` when `record`).
@@ -430,7 +441,8 @@ def simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: P
     pol = _broadcast_policy(policy, n, act_size, world.obs_size)
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise InputError("chunk", chunk, "a whole number >= 1 or None")
-    return _run_chunks(world.env, world.protocol, pol, params, q0, qd0, keys, exc, record, chunk)
+    mesh = None if devices is None else batch_mesh(devices)
+    return _run_chunks(world.env, world.protocol, pol, params, q0, qd0, keys, exc, record, chunk, mesh)
 
 
 def rollout(key: jax.Array, world: World, policy: LinearPolicy, episodes: int,

@@ -2,9 +2,9 @@
 
 Each function mirrors one of `bayes_s2r.sim.rollout` (same arguments plus `devices=`) and
 calls the very same jitted batch function: the inputs that carry the batch (ξ, policies,
-initial states, excitation) are padded and placed with a `NamedSharding` (inside a
-`use_devices` block, by `bayes_s2r.sim.rollout`), so `jax.jit` partitions the episodes over
-the devices. The results are cut back to the requested number of episodes.
+initial states, excitation) are padded and placed with a `NamedSharding` (by
+`simulate_batch(..., devices=...)`), so `jax.jit` partitions the episodes over the devices.
+The results are cut back to the requested number of episodes.
 
 Same key, same episodes: a sharded call returns exactly what the single-device call returns.
 Padding keeps the equality because JAX's default random numbers
@@ -14,7 +14,8 @@ derives for the padded batch begin with those of the original one.
 
 `simulate_batch` runs big batches in chunks of `bayes_s2r.sim.rollout.CHUNK` episodes, and a
 slice of a sharded batch after the first chunk comes back replicated. On more than one device
-the batch therefore runs as one chunk (`chunk_for`), which keeps it split over the devices.
+the batch therefore runs as one chunk (`bayes_s2r.sim.rollout.chunk_for`), which keeps it
+split over the devices.
 """
 
 from __future__ import annotations
@@ -22,36 +23,18 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import numpy as np
 
-from bayes_s2r.distributed.devices import use_devices
 from bayes_s2r.errors import InputError
 from bayes_s2r.sim.params import DRSpec, Params, broadcast_params, sample_params
-from bayes_s2r.sim.rollout import EpisodeStats, LinearPolicy, simulate_batch
+from bayes_s2r.sim.rollout import EpisodeStats, LinearPolicy, _episode_count, simulate_batch
 from bayes_s2r.sim.world import World
 
-__all__ = ["chunk_for", "sharded_rollout", "sharded_rollout_dr", "sharded_simulate_batch"]
+__all__ = ["sharded_rollout", "sharded_rollout_dr", "sharded_simulate_batch"]
 
 
-def chunk_for(episodes: int, devices: int) -> int:
-    """Episodes per compiled call for a batch split over `devices` (> 1): one call for the batch.
-
-    `simulate_batch` slices big batches into chunks; a slice after the first loses the batch
-    sharding, so a sharded batch runs as one chunk. Its size is `devices` × the next power of
-    two ≥ episodes / devices: a new compile only when that per-device size doubles.
-
-    Example:
-        >>> chunk_for(6, 4), chunk_for(256, 4), chunk_for(1000, 4)
-        (8, 256, 1024)
-    """
-    per_device = -(-episodes // devices)
-    return devices * (1 << max(0, per_device - 1).bit_length())
-
-
-def _episodes(episodes: Any) -> int:
-    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 1:
-        raise InputError("episodes", episodes, "a whole number >= 1")
-    return int(episodes)
+def _all_devices(devices: Any) -> Any:
+    """`devices`, with None read as every device JAX sees (`simulate_batch` reads None as one)."""
+    return jax.device_count() if devices is None else devices
 
 
 def sharded_simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: Params, *,
@@ -67,7 +50,7 @@ def sharded_simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, p
         init: optional matched initial states (q0 [B, q], qd0 [B, qd]).
         excitation: optional [B, T] signal added to the actions.
         record: also return the `Trajectory`.
-        devices: which devices (None: all, or the mesh of an enclosing `use_devices`).
+        devices: which devices (None: every device JAX sees).
 
     Returns:
         `EpisodeStats` (and a `Trajectory` when `record`) for the B episodes, equal to
@@ -77,10 +60,8 @@ def sharded_simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, p
         raise InputError("params", type(params).__name__, "a Params of arrays of shape [B]")
     if init is not None and not (isinstance(init, tuple) and len(init) == 2):
         raise InputError("init", type(init).__name__, "a pair (q0 [B, q], qd0 [B, qd])")
-    # The split itself lives where every rollout passes (`sim.rollout._run_chunks` under an
-    # active mesh), so sweeps and training get it too; this function only names the devices.
-    with use_devices(devices):
-        return simulate_batch(key, world, policy, params, init=init, excitation=excitation, record=record)
+    return simulate_batch(key, world, policy, params, init=init, excitation=excitation, record=record,
+                          devices=_all_devices(devices))
 
 
 def sharded_rollout(key: jax.Array, world: World, policy: LinearPolicy, episodes: int,
@@ -95,7 +76,7 @@ def sharded_rollout(key: jax.Array, world: World, policy: LinearPolicy, episodes
         >>> s.success.shape
         (6,)
     """
-    n = _episodes(episodes)
+    n = _episode_count(episodes)
     p = broadcast_params(world.params if params is None else params, n)
     return sharded_simulate_batch(key, world, policy, p, devices=devices)
 
@@ -107,7 +88,7 @@ def sharded_rollout_dr(key: jax.Array, world: World, policy: LinearPolicy, spec:
     Returns:
         (stats, the ξ drawn for each episode).
     """
-    n = _episodes(episodes)
+    n = _episode_count(episodes)
     if not isinstance(spec, DRSpec):
         raise InputError("spec", type(spec).__name__, "a DRSpec")
     k_xi, k_run = jax.random.split(key)

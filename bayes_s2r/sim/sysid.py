@@ -34,7 +34,7 @@ from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.records import SystemIdRecord
 from bayes_s2r.sim.params import MAX_LATENCY, Params, stack_params
 from bayes_s2r.sim.real import RealTrajectories
-from bayes_s2r.sim.rollout import TRACE_COUNTS, LinearPolicy, _episode, policy_id, simulate_batch
+from bayes_s2r.sim.rollout import LinearPolicy, _episode, policy_id, simulate_batch
 from bayes_s2r.sim.world import World
 
 __all__ = ["FITTED", "SIConfig", "SIResult", "identify"]
@@ -106,7 +106,6 @@ def _with_scales(base: Params, log_scales, latency) -> Params:
 @functools.partial(jax.jit, static_argnames=("env", "protocol"))
 def _sse_and_grad(log_scales, latency, base, env, protocol, policy, obs, exc, mask, scale):
     """SSE of closed-loop replay and its gradient with respect to the log-scales."""
-    TRACE_COUNTS["si_grad"] += 1
 
     def sse(ls):
         params = _with_scales(base, ls, latency)

@@ -19,16 +19,17 @@ import json
 import time
 from importlib import resources
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
+from bayes_s2r.distributed.devices import batch_mesh
 from bayes_s2r.errors import InputError
 from bayes_s2r.sim.params import DRSpec, broadcast_params, sample_params
-from bayes_s2r.sim.rollout import TRACE_COUNTS, LinearPolicy, _run_chunks, sample_init
+from bayes_s2r.sim.rollout import LinearPolicy, _run_chunks, sample_init
 from bayes_s2r.sim.world import World, make_world
 
 __all__ = ["CEMConfig", "ESConfig", "TrainResult", "es_loop", "load_policy", "nominal_policy", "save_policy", "train_cem", "train_es"]
@@ -85,7 +86,6 @@ def _check_config(config: ESConfig) -> ESConfig:
 @functools.partial(jax.jit, static_argnames=("population", "episodes"))
 def _perturb(key, theta, sigma, population, episodes):
     """Antithetic population, tiled over episodes: thetas [P*E, 5] and eps [P/2, 5]."""
-    TRACE_COUNTS["es_perturb"] += 1
     eps = jax.random.normal(key, (population // 2, theta.shape[0]))
     thetas = jnp.concatenate([theta + sigma * eps, theta - sigma * eps])
     return jnp.repeat(thetas, episodes, axis=0), eps
@@ -94,7 +94,6 @@ def _perturb(key, theta, sigma, population, episodes):
 @functools.partial(jax.jit, static_argnames=("population", "episodes", "horizon", "tx"))
 def _update(stats, eps, theta, opt_state, sigma, population, episodes, horizon, tx):
     """Centred-rank ES gradient and one Adam step (maximising fitness)."""
-    TRACE_COUNTS["es_update"] += 1
     fit = stats.score + 0.5 * stats.steps_alive / horizon
     fit = fit.reshape(population, episodes).mean(axis=1)
     ranks = jnp.argsort(jnp.argsort(fit)).astype(jnp.float32)
@@ -130,9 +129,10 @@ def es_loop(key: jax.Array, theta: jax.Array, config: ESConfig, evaluate, horizo
     return theta, (np.asarray(jnp.stack(history)) if history else np.zeros(0))
 
 
-def _sim_evaluator(world: World, spec: DRSpec | None, P: int, E: int):
+def _sim_evaluator(world: World, spec: DRSpec | None, P: int, E: int, devices: Any = None):
     """evaluate(key, thetas [P*E, 5]): P policies on the same E episodes (common random numbers)."""
     T = world.protocol.horizon
+    mesh = None if devices is None else batch_mesh(devices)
 
     def evaluate(k, thetas):
         k_xi, k_init, k_noise = jax.random.split(k, 3)
@@ -143,7 +143,7 @@ def _sim_evaluator(world: World, spec: DRSpec | None, P: int, E: int):
         batch = jax.tree.map(tile, (xi, q0, qd0, noise))
         exc = jnp.zeros((P * E, T) + ((world.act_size,) if world.act_size > 1 else ()), jnp.float32)
         policies = LinearPolicy.from_flat(thetas, world.act_size)
-        return _run_chunks(world.env, world.protocol, policies, *batch, exc, False)
+        return _run_chunks(world.env, world.protocol, policies, *batch, exc, False, mesh=mesh)
 
     return evaluate
 
@@ -167,12 +167,14 @@ class CEMConfig(NamedTuple):
 
 
 def train_cem(key: jax.Array, world: World, policy: LinearPolicy | None = None, *,
-              spec: DRSpec | None = None, config: CEMConfig | None = None) -> TrainResult:
+              spec: DRSpec | None = None, config: CEMConfig | None = None,
+              devices: Any = None) -> TrainResult:
     """(Re)train a linear policy by the cross-entropy method, at ξ or under p_DR `spec`.
 
     CEM moves the search mean straight to the elite mean, so it crosses the narrow basin
     that a large latency leaves far faster than ES's small Adam steps; it is the retraining
-    optimizer of the interventions. Returns the elite mean of the last generation.
+    optimizer of the interventions. Returns the elite mean of the last generation; `devices`
+    splits each generation's episodes over devices, as in `train_es`.
     """
     config = config or CEMConfig()
     for f in ("population", "episodes", "elite", "iterations"):
@@ -183,7 +185,7 @@ def train_cem(key: jax.Array, world: World, policy: LinearPolicy | None = None, 
         raise InputError("cem.elite", config.elite, f"at most the population ({config.population})")
     start = time.perf_counter()
     P, E, T = config.population, config.episodes, world.protocol.horizon
-    evaluate = _sim_evaluator(world, spec, P, E)
+    evaluate = _sim_evaluator(world, spec, P, E, devices)
     mean = (policy or LinearPolicy.zeros(world.obs_size, world.act_size)).flat().astype(jnp.float32)
     sd = jnp.full_like(mean, config.init_sd)
     history = []
@@ -201,7 +203,8 @@ def train_cem(key: jax.Array, world: World, policy: LinearPolicy | None = None, 
 
 
 def train_es(key: jax.Array, world: World, policy: LinearPolicy | None = None, *,
-             spec: DRSpec | None = None, config: ESConfig | None = None) -> TrainResult:
+             spec: DRSpec | None = None, config: ESConfig | None = None,
+             devices: Any = None) -> TrainResult:
     """Train (or fine-tune) a linear policy in `world`, at its ξ or under p_DR `spec`.
 
     Every perturbed policy of an iteration meets the same initial states, noise keys and ξ
@@ -213,6 +216,8 @@ def train_es(key: jax.Array, world: World, policy: LinearPolicy | None = None, *
         policy: starting policy (zeros when None).
         spec: when given, every iteration draws a fresh ξ per episode from this DR spec.
         config: `ESConfig`.
+        devices: split each iteration's episodes over these devices (see
+            `bayes_s2r.distributed`); None runs on the default device. Same key, same result.
 
     Returns:
         `TrainResult`.
@@ -230,7 +235,7 @@ def train_es(key: jax.Array, world: World, policy: LinearPolicy | None = None, *
     theta = (policy or LinearPolicy.zeros(world.obs_size, world.act_size)).flat().astype(jnp.float32)
     P, E, T = config.population, config.episodes, world.protocol.horizon
 
-    evaluate = _sim_evaluator(world, spec, P, E)
+    evaluate = _sim_evaluator(world, spec, P, E, devices)
     theta, fitness = es_loop(key, theta, config, evaluate, T)
     return TrainResult(LinearPolicy.from_flat(theta, world.act_size), fitness, P * E * T * config.iterations,
                        time.perf_counter() - start)

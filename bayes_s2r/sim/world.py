@@ -36,8 +36,10 @@ import dataclasses
 import functools
 import math
 import tomllib
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import jax.numpy as jnp
@@ -51,13 +53,15 @@ __all__ = ["ENVS", "Protocol", "World", "apply_params", "list_cards", "load_card
 #: Supported environments: name -> MJCF file inside brax, physics frames per action, the
 #: mass-scaled link(s) ("pole_link": an index, or a tuple of indices), the action size, the
 #: observation size and the observation channel that `obs_bias` offsets.
-ENVS: dict[str, dict[str, Any]] = {
-    "inverted_pendulum": {"xml": "envs/assets/inverted_pendulum.xml", "n_frames": 2, "pole_link": 1,
-                          "act_size": 1, "obs_size": 4, "bias_index": 1},
+ENVS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
+    "inverted_pendulum": MappingProxyType({
+        "xml": "envs/assets/inverted_pendulum.xml", "n_frames": 2, "pole_link": 1, "act_size": 1,
+        "obs_size": 4, "bias_index": 1}),
     # MJCF time step 0.01 s: 4 frames per 0.04 s control period keep it at the nominal ξ.
-    "reacher": {"xml": "envs/assets/reacher.xml", "n_frames": 4, "pole_link": (0, 1),
-                "act_size": 2, "obs_size": 4, "bias_index": 0},
-}
+    "reacher": MappingProxyType({
+        "xml": "envs/assets/reacher.xml", "n_frames": 4, "pole_link": (0, 1), "act_size": 2,
+        "obs_size": 4, "bias_index": 0}),
+})
 
 
 @dataclasses.dataclass(frozen=True)

@@ -134,10 +134,10 @@ def test_shrinking_candidate_set_reuses_the_compiled_lookahead(toy):
     cands = [*cands, bs.Candidate("probe", "diagnosis", "data", observes="dr_wide",
                                   outcome=bs.GaussianOutcome(0.02), repeatable=False)]
     bs.decide(belief, cands, budget, weights, cvu_samples=32)
-    before = bs.lookahead_trace_count()
+    before = la._lookahead_jit._cache_size()
     d1 = bs.decide(belief, cands, budget, weights, cvu_samples=32, done=["probe"], seed=1)
     d2 = bs.decide(belief, cands[1:], budget, weights, cvu_samples=32, seed=2)  # fewer candidates, same bucket
-    assert bs.lookahead_trace_count() == before
+    assert la._lookahead_jit._cache_size() == before
     assert not d1.table.loc["probe", "feasible"] and "si_refit" not in d2.table.index
 
 

@@ -10,11 +10,11 @@ import pytest
 
 import bayes_s2r.distributed.devices
 import bayes_s2r.distributed.placement
-import bayes_s2r.distributed.rollouts
+import bayes_s2r.sim.sharded
 
 
 @pytest.mark.parametrize("module", [bayes_s2r.distributed.devices, bayes_s2r.distributed.placement,
-                                    bayes_s2r.distributed.rollouts], ids=lambda m: m.__name__)
+                                    bayes_s2r.sim.sharded], ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     with contextlib.redirect_stdout(io.StringIO()):  # Brax prints optional-backend notices once
         import brax.generalized.pipeline

@@ -1,4 +1,4 @@
-"""The `devices=` knob at the call sites: `decide`, rollouts inside `use_devices`, `--devices`."""
+"""The `devices=` knob at the call sites: `decide`, rollouts, training, `--devices`."""
 
 import os
 import subprocess
@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import bayes_s2r as bs
-from bayes_s2r.distributed import active_mesh, use_devices
 from bayes_s2r.errors import InputError
 
 
@@ -32,15 +31,13 @@ def test_decide_on_four_devices_matches_one(case):
     assert np.ptp(np.asarray(one.table["CVU"], float)) > 0  # the look-ahead values differ by candidate
 
 
-def test_use_devices_block_shards_decide(case):
+def test_decide_without_devices_stays_on_one_device(case, monkeypatch):
+    # no ambient mesh: a call that names no devices never reaches the sharded look-ahead
+    from bayes_s2r.decision import sharded
+
     belief, cands, kw = case
-    assert active_mesh() is None
-    with use_devices(2) as mesh:
-        assert active_mesh() is mesh
-        inside = bs.decide(belief, cands, **kw)
-    assert active_mesh() is None
-    np.testing.assert_allclose(inside.table["CVU"], bs.decide(belief, cands, **kw).table["CVU"],
-                               rtol=1e-4, atol=1e-6)
+    monkeypatch.setattr(sharded, "sharded_lookahead", None)
+    assert bs.decide(belief, cands, **kw).best is not None
 
 
 def test_decide_rejects_bad_devices(case):
@@ -49,36 +46,38 @@ def test_decide_rejects_bad_devices(case):
         bs.decide(belief, cands, devices=99, **kw)
 
 
-def test_rollouts_inside_use_devices_are_split_and_equal(world, policy, dr_spec):
+def test_simulate_batch_on_devices_is_split_and_equal(world, policy, dr_spec):
     from bayes_s2r import sim
 
     key = jax.random.key(7)
     plain, xi = sim.rollout_dr(key, world, policy, dr_spec, 10)
-    with use_devices(4):
-        split, xi4 = sim.rollout_dr(key, world, policy, dr_spec, 10)
+    k_xi, k_run = jax.random.split(key)
+    xi4 = sim.sample_params(k_xi, dr_spec, 10)
+    split = sim.simulate_batch(k_run, world, policy, xi4, devices=4)
+    assert len(split.score.sharding.device_set) == 4
     np.testing.assert_array_equal(np.asarray(xi4.mass_scale), np.asarray(xi.mass_scale))
     np.testing.assert_array_equal(np.asarray(split.steps_alive), np.asarray(plain.steps_alive))
     np.testing.assert_allclose(np.asarray(split.score), np.asarray(plain.score), rtol=1e-6)
     assert np.ptp(np.asarray(plain.steps_alive)) > 0  # the randomized episodes differ
 
 
-def test_dr_training_inside_use_devices_matches_one_device(world, policy, dr_spec):
+def test_dr_training_on_devices_matches_one_device(world, policy, dr_spec):
     from bayes_s2r import sim
 
     config = sim.ESConfig(population=8, episodes=6, iterations=2)
     one = sim.train_es(jax.random.key(3), world, policy, spec=dr_spec, config=config)
-    with use_devices(4):
-        four = sim.train_es(jax.random.key(3), world, policy, spec=dr_spec, config=config)
+    four = sim.train_es(jax.random.key(3), world, policy, spec=dr_spec, config=config, devices=4)
     np.testing.assert_allclose(four.fitness, one.fitness, rtol=1e-5)
     np.testing.assert_allclose(np.asarray(four.policy.weights), np.asarray(one.policy.weights), rtol=1e-5)
 
 
 def test_cli_devices_option_makes_host_devices():
     code = ("import sys; from bayes_s2r.cli import app; import jax\n"
-            "from bayes_s2r.distributed import active_mesh\n"
+            "from bayes_s2r.cli_root import root_devices\n"
+            "import typer\n"
             "@app.command('probe-devices')\n"
-            "def _probe():\n"
-            "    print(jax.device_count(), active_mesh().size)\n"
+            "def _probe(ctx: typer.Context):\n"
+            "    print(jax.device_count(), root_devices(ctx))\n"
             "app(['--devices', '3', 'probe-devices'], standalone_mode=False)\n")
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from bayes_s2r.decision.lookahead import lookahead, lookahead_arrays
+from bayes_s2r.decision.sharded import draw_mesh, shard_lookahead_arrays, sharded_lookahead
 from bayes_s2r.decision.transition import resolve_transition
-from bayes_s2r.distributed import BATCH_AXIS, draw_mesh, shard_lookahead_arrays, sharded_lookahead
+from bayes_s2r.distributed import BATCH_AXIS
 from bayes_s2r.errors import InputError
 
 

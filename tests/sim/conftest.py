@@ -27,9 +27,11 @@ def nominal(sim):
 
 @pytest.fixture(scope="session")
 def compiled(sim, world, nominal):
-    """Runs the rollout once (compiling it) and returns the trace count right after."""
+    """Runs the rollout once (compiling it) and returns the compiled-chunk count right after."""
+    from bayes_s2r.sim.rollout import _chunk_fn
+
     jax.block_until_ready(sim.rollout(jax.random.key(0), world, nominal, 8))
-    return dict(sim.TRACE_COUNTS)
+    return _chunk_fn._cache_size()
 
 
 @pytest.fixture(scope="session")

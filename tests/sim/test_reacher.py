@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from bayes_s2r.errors import InputError
+from bayes_s2r.sim.rollout import _chunk_fn
 from bayes_s2r.vocab import check_shared_interface
 
 EPISODES = 32
@@ -34,7 +35,7 @@ def pd(sim):
 @pytest.fixture(scope="module")
 def compiled_reacher(sim, reacher, pd):
     jax.block_until_ready(sim.rollout(jax.random.key(0), reacher, pd, 4))
-    return sim.TRACE_COUNTS["rollout"]
+    return _chunk_fn._cache_size()
 
 
 def test_world_shapes_and_cards(sim, reacher, protocol):
@@ -67,7 +68,7 @@ def test_outcome_depends_on_physics(sim, reacher, pd, compiled_reacher):
     # heavier links move differently under the same commands
     heavy = sim.rollout_trajectories(key, reacher.with_params(mass_scale=3.0, gear_scale=0.7), pd, EPISODES)[1]
     assert float(np.abs(np.asarray(heavy.q[:, 5, :2] - traj.q[:, 5, :2])).max()) > 1e-3
-    assert sim.TRACE_COUNTS["rollout"] == compiled_reacher  # one compile for this shape
+    assert _chunk_fn._cache_size() == compiled_reacher  # one compile for this shape
 
 
 def test_dr_rollouts_resample(sim, reacher, pd, compiled_reacher):
@@ -90,7 +91,7 @@ def test_sweep_and_paired_eval(sim, reacher, pd, compiled_reacher):
     zero = sim.LinearPolicy.zeros(reacher.obs_size, reacher.act_size)
     p = sim.paired_eval(jax.random.key(5), reacher, zero, pd, 16, candidate_name="pd")
     assert p.delta > 0.5 and p.ci_low > 0
-    assert sim.TRACE_COUNTS["rollout"] == compiled_reacher
+    assert _chunk_fn._cache_size() == compiled_reacher
 
 
 def test_es_improves_a_reacher_policy(sim, reacher, compiled_reacher):
@@ -100,7 +101,7 @@ def test_es_improves_a_reacher_policy(sim, reacher, compiled_reacher):
     flat = r.policy.flat()
     assert flat.shape == (10,)
     np.testing.assert_array_equal(np.asarray(sim.LinearPolicy.from_flat(flat, 2).weights), np.asarray(r.policy.weights))
-    assert sim.TRACE_COUNTS["rollout"] == compiled_reacher  # ES reuses the compiled chunk
+    assert _chunk_fn._cache_size() == compiled_reacher  # ES reuses the compiled chunk
 
 
 def test_bad_input_names_the_field(sim, reacher, pd):
