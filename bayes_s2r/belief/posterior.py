@@ -16,7 +16,7 @@ with warnings.catch_warnings():  # arviz 0.23 announces its 1.0 refactor on impo
     warnings.simplefilter("ignore", FutureWarning)
     import arviz as az
 
-__all__ = ["DIAGNOSTIC_THRESHOLDS", "GainBelief", "diagnose_draws"]
+__all__ = ["DIAGNOSTIC_THRESHOLDS", "GainBelief", "check_gain_range", "diagnose_draws"]
 
 # A belief is ok when every check passes; the thresholds follow current practice
 # (Vehtari et al. 2021: R-hat <= 1.01 and bulk/tail ESS >= 100 per chain-ish).
@@ -65,6 +65,31 @@ def diagnose_draws(draws: np.ndarray, divergences: int = 0, *, ess_min_required:
         "ok": not reasons,
         "reason": "; ".join(reasons) if reasons else None,
     }
+
+
+def check_gain_range(names: Sequence[str], draws: np.ndarray, field: str = "draws") -> None:
+    """Raise `InputError` unless every success-rate column of `draws` is finite and in [-1, 1].
+
+    A gain is a difference of two success probabilities, so anything outside [-1, 1] is a
+    unit mistake (a percentage, a count) or an overflow, and every score built on it would be
+    meaningless. Columns named "<candidate>@<objective>" are secondary objectives on their
+    own scale and are only required to be finite.
+
+    Args:
+        names: column names, one per column of `draws`.
+        draws: array [num_draws, len(names)].
+        field: what the caller calls the draws, for the message.
+    """
+    arr = np.asarray(draws, dtype=np.float64)
+    for j, name in enumerate(names):
+        col = arr[:, j]
+        bad = ~np.isfinite(col)
+        if "@" not in name:
+            bad |= np.abs(np.where(bad, 0.0, col)) > 1.0
+        if bad.any():
+            value = float(col[np.argmax(bad)])
+            expected = "finite numbers" if "@" in name else "gains on the success-rate scale, finite and in [-1, 1]"
+            raise InputError(f"{field}[:, {j}] ({name})", value, expected)
 
 
 class GainBelief:
@@ -126,8 +151,19 @@ class GainBelief:
 
     @classmethod
     def from_draws(cls, names, draws, *, chains: int = 1) -> GainBelief:
-        """A belief from the user's own posterior draws [num_draws, num_candidates]."""
-        return cls(names, draws, chains=chains, method="draws")
+        """A belief from the user's own posterior draws [num_draws, num_candidates].
+
+        Gains are on the success-rate scale, so every draw must be finite and lie in
+        [-1, 1]; a column named "<candidate>@<objective>" holds a secondary objective on its
+        own scale and only needs to be finite.
+
+        Raises:
+            InputError: names or draws of the wrong shape, or a draw out of range (the
+                message names the column and the first offending value).
+        """
+        belief = cls(names, draws, chains=chains, method="draws")
+        check_gain_range(belief.names, belief.draws, "draws")
+        return belief
 
     # ------------------------------------------------------------------ queries
     @property

@@ -108,8 +108,13 @@ def current_j(belief: GainBelief, current_J: float | None) -> tuple[float, str]:
 
 
 def _check_inputs(belief, budget, weights, reference, config: DecideConfig) -> None:
+    from bayes_s2r.belief.posterior import check_gain_range
+
     if not isinstance(belief, GainBelief):
         raise InputError("belief", belief, "a GainBelief")
+    # a belief built by hand (or by a fit) may still hold overflowed or mis-scaled draws;
+    # every score and rank below assumes gains on the success-rate scale
+    check_gain_range(belief.names, belief.draws, "belief.draws")
     if not isinstance(budget, Budget):
         raise InputError("budget", budget, "a Budget")
     if not isinstance(weights, ResourceWeights):
