@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import html
 import math
+import os
 import re
+import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -258,7 +261,10 @@ def make_report(ledger_or_records, out_dir, *, meta: Mapping[str, Any] | None = 
     Args:
         ledger_or_records: a `Ledger`, a tuple `(records, meta)` or a list of records.
         out_dir: the folder to write; created if missing. Figures of earlier reports
-            that this one does not draw are removed, so the folder stays consistent.
+            that this one does not draw are removed, so the folder stays consistent. The
+            report is drawn in a hidden folder inside it and moved into place at the end,
+            index.html last: a write cut short leaves no index.html, never a page with
+            missing or foreign figures.
         meta: campaign metadata; merged over the ledger's own.
         title: page title; defaults to "Sim-to-real campaign: <world>", or for a ledger
             without a campaign "Sim-to-real decisions: <ledger file name>".
@@ -293,6 +299,41 @@ def make_report(ledger_or_records, out_dir, *, meta: Mapping[str, Any] | None = 
                  "Sim-to-real campaign: unnamed world")
 
     source = report_belief(data, posterior, fit_kwargs)
+    for old in out.glob(f"{_STAGING_PREFIX}*"):  # left by a write that was killed
+        shutil.rmtree(old, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=out))
+    try:
+        drawn = _draw(data, source, staging, title, source_path, level)
+        _move_into_place(staging, out, drawn)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out / "index.html"
+
+
+#: Prefix of the hidden folder inside the report folder where a report is drawn before it
+#: is moved into place.
+_STAGING_PREFIX = ".report-staging-"
+
+
+def _move_into_place(staging: Path, out: Path, drawn: set[str]) -> None:
+    """Replace the report in `out` by the one drawn in `staging`.
+
+    The old index.html goes first and the new one comes last, so a process killed in
+    between leaves a folder without a page (seen as unfinished) rather than a page whose
+    figures belong to another report. Each move is a rename on one file system.
+    """
+    (out / "index.html").unlink(missing_ok=True)
+    for name in (*FIGURE_FILES, *sorted(drawn - set(FIGURE_FILES))):
+        if name in drawn:
+            os.replace(staging / name, out / name)
+        else:
+            (out / name).unlink(missing_ok=True)
+    os.replace(staging / "index.html", out / "index.html")
+
+
+def _draw(data: rd.ReportData, source, out: Path, title: str, source_path: str | None,
+          level: float) -> set[str]:
+    """Draw the figures into `out` and write the page there; returns the figure files."""
     figs = [rf.plot_posterior(source.belief, source.source, out / "posterior.png")]
     if figs[0].file:
         figs[0] = figs[0]._replace(note=f"Shown instead of a refit: {source.note}."
@@ -306,9 +347,6 @@ def make_report(ledger_or_records, out_dir, *, meta: Mapping[str, Any] | None = 
         rf.plot_risk(data, out / "risk.png"),
     ]
     drawn = {f.file for f in figs if f.file}
-    for name in FIGURE_FILES:
-        if name not in drawn and (out / name).exists():
-            (out / name).unlink()
 
     from bayes_s2r import __version__
 
@@ -329,6 +367,5 @@ def make_report(ledger_or_records, out_dir, *, meta: Mapping[str, Any] | None = 
 <script>{IMAGE_SCRIPT}</script>
 </body></html>
 """
-    index = out / "index.html"
-    index.write_text(page, encoding="utf-8")
-    return index
+    (out / "index.html").write_text(page, encoding="utf-8")
+    return drawn
