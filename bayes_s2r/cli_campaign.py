@@ -144,14 +144,73 @@ def _round_printer(console, progress, task, state0, ledger=None):
     return show
 
 
+#: The testbed settings a demo stores in its ledger (`campaign.world`), which `resume` needs.
+_WORLD_SETTINGS = ("eval_episodes", "train_iterations", "sweep_episodes")
+
+
+def _stored_world(ledger, path: Path) -> dict[str, Any]:
+    """The testbed world a demo campaign stored in its ledger, checked field by field."""
+    from bayes_s2r.campaign.state import META_KEYS
+
+    world = ledger.get_meta(META_KEYS["world"])
+    if not isinstance(world, dict) or "card" not in world:
+        raise InputError("--ledger", str(path), "a ledger of a testbed campaign (bayes-s2r demo)")
+    if world["card"] not in real_world_cards():
+        raise InputError("campaign.world.card", world["card"], f"a real-world card among {real_world_cards()}")
+    for key in _WORLD_SETTINGS:
+        value = world.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"campaign.world.{key}", value,
+                             "a whole number >= 1, as `bayes-s2r demo` stores it")
+    return world
+
+
+def _write_report(ledger, out: Path) -> Path:
+    """The campaign's report, as every run writes it (the stored posterior summaries), then
+    the mark that it was written: a process killed before the mark rewrites it on resume."""
+    from bayes_s2r.campaign.state import META_KEYS
+    from bayes_s2r.report import make_report
+
+    page = make_report(ledger, out, posterior="summary")
+    if ledger.get_meta(META_KEYS["report"]) is None:
+        ledger.set_meta(META_KEYS["report"], {"records": len(ledger)})
+    return page
+
+
+def _report_complete(ledger, out: Path) -> bool:
+    """Whether `out` holds a finished report of the campaign: marked written in the ledger,
+    with its page and every figure the page shows."""
+    import re
+
+    from bayes_s2r.campaign.state import META_KEYS
+
+    index = out / "index.html"
+    if ledger.get_meta(META_KEYS["report"]) is None or not index.is_file():
+        return False
+    figures = re.findall(r'src="([^"]+\.png)"', index.read_text(encoding="utf-8", errors="replace"))
+    return all((out / name).is_file() for name in figures)
+
+
+def _check_report_folder(out: Path, ledger_path: Path) -> None:
+    """Refuse to replace, in a folder other than the ledger's own, the report of another
+    ledger that still exists (as `report` does)."""
+    from bayes_s2r.report.html import report_owner
+
+    if out.resolve() == ledger_path.resolve().parent:  # a campaign folder, perhaps copied whole
+        return
+    owner = report_owner(out)
+    if owner and Path(owner).exists() and not Path(owner).samefile(ledger_path):
+        raise InputError("--out", str(out), f"a folder without another campaign's report (it holds the "
+                         f"report of the ledger {owner}; choose another --out)")
+
+
 def _run(ledger_path: Path, out: Path, world: dict[str, Any] | None, config=None) -> None:
-    import jax
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from bayes_s2r.campaign import load_state, run_campaign, start_campaign
-    from bayes_s2r.campaign.testbed import testbed_candidates
+    from bayes_s2r.campaign.state import pending_steps
+    from bayes_s2r.campaign.testbed import run_shakedown, testbed_candidates
     from bayes_s2r.evidence.ledger import Ledger
-    from bayes_s2r.report import make_report
 
     console = _console()
     started = time.perf_counter()
@@ -159,27 +218,26 @@ def _run(ledger_path: Path, out: Path, world: dict[str, Any] | None, config=None
     warnings.filterwarnings("ignore", message="Brax System", category=UserWarning)
     resuming = world is None
     with Ledger(ledger_path) as ledger:
+        # Every step that touches the world is committed before the next starts (the
+        # shakedown, each round, the report), so resume repeats what an uninterrupted run does.
         if not resuming:  # a new campaign
             executor = _executor(world)
-            candidates = testbed_candidates(world["eval_episodes"])
-            start_campaign(ledger, candidates, config, executor, world=world)
+            start_campaign(ledger, testbed_candidates(world["eval_episodes"]), config, executor, world=world)
             console.print(f"[bold]campaign on the testbed[/]: sim 'sim_nominal' vs hidden real world "
                           f"'{world['card']}'\n  budget {_budget_text(config.budget)}; "
                           f"{config.max_rounds} rounds at most")
-            with console.status("safety shakedown on the robot (compiling the rollouts first)"):
-                shakedown = executor.shakedown(jax.random.key(config.seed), candidates)
-            ledger.add_many(shakedown)
-            console.print("  safety shakedown: " + ", ".join(
-                f"{r.candidate} {r.unsafe}/{r.executions} unsafe" for r in shakedown) + "\n")
         else:
-            world = ledger.get_meta("campaign.world")
-            if not isinstance(world, dict) or "card" not in world:
-                raise InputError("--ledger", str(ledger_path), "a ledger of a testbed campaign (bayes-s2r demo)")
+            world = _stored_world(ledger, ledger_path)
             executor = _executor(world)
-        state = load_state(ledger)
-        if resuming:
+            state = load_state(ledger)
             console.print(f"[bold]resuming the campaign[/] on '{world['card']}' at round {state.round}: "
                           f"budget left {_budget_text(state.budget)}, deployed policy {state.policy}\n")
+        if "shakedown" in pending_steps(ledger, shakedown=True):
+            with console.status("safety shakedown on the robot (compiling the rollouts first)"):
+                shakedown = run_shakedown(ledger, executor)
+            console.print("  safety shakedown: " + ", ".join(
+                f"{r.candidate} {r.unsafe}/{r.executions} unsafe" for r in shakedown) + "\n")
+        state = load_state(ledger)
         total = state.config.max_rounds
         columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn())
@@ -188,7 +246,7 @@ def _run(ledger_path: Path, out: Path, world: dict[str, Any] | None, config=None
                                      completed=min(state.round, total))
             state = run_campaign(ledger, executor,
                                  on_round=_round_printer(progress.console, progress, task, state, ledger))
-        page = make_report(ledger, out, posterior="summary")
+        page = _write_report(ledger, out)
     console.print(f"report: {page}\nledger: {ledger_path}\n({time.perf_counter() - started:.0f} s)")
 
 
@@ -234,15 +292,26 @@ def resume_command(
 
     if not ledger.is_file():
         raise InputError("--ledger", str(ledger), "an existing ledger file")
+    out = out or ledger.parent
+    if out.exists() and not out.is_dir():
+        raise InputError("--out", str(out), "a folder (or a path where one can be made)")
     with Ledger(ledger, create=False) as led:
         state = load_state(led)
         deployment = led.get_meta(META_KEYS["deployment"])
-    if state.status == "stopped":
-        console = _console()
-        console.print(f"the campaign in {ledger} has already finished ({len(state.history)} rounds): "
-                      "nothing to resume.")
-        if isinstance(deployment, dict):
-            console.print(_deployment_line(deployment))
-        console.print(f"its report: bayes-s2r report --ledger {ledger}")
-        return
-    _run(ledger, out or ledger.parent, None)
+        if state.status == "stopped":
+            console = _console()
+            if _report_complete(led, out):
+                console.print(f"the campaign in {ledger} has already finished ({len(state.history)} rounds): "
+                              "nothing to resume.")
+            else:  # stopped while its report was written, or the report was removed since
+                _check_report_folder(out, ledger)
+                console.print(f"the campaign in {ledger} has finished ({len(state.history)} rounds); "
+                              "its report was missing or incomplete: writing it again.")
+                _write_report(led, out)
+            if isinstance(deployment, dict):
+                console.print(_deployment_line(deployment))
+            console.print(f"its report: {out / 'index.html'}")
+            return
+        _stored_world(led, ledger)  # a clear error before the testbed loads
+    _check_report_folder(out, ledger)
+    _run(ledger, out, None)

@@ -4,7 +4,9 @@ Nothing about a campaign lives only in memory: the budget left is the start budg
 the realized costs on record, the deployed policy and the candidate set are ledger meta,
 and a round counts as completed once its records and meta are committed together. So a
 process killed at any point resumes from the last completed round, and re-running a
-round that was cut short writes the same records (their ids are content hashes).
+round that was cut short writes the same records (their ids are content hashes). Steps
+outside the rounds (a safety shakedown before the first, the report after the stop) are
+committed the same way, with a meta mark of their own (`pending_steps` lists those not done).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from bayes_s2r.evidence.ledger import Ledger
 from bayes_s2r.evidence.records import DecisionRecord, RealizedCost
 from bayes_s2r.vocab import Budget, Candidate, Cost, validate_candidates
 
-__all__ = ["META_KEYS", "CampaignState", "RoundSummary", "init_campaign", "load_state"]
+__all__ = ["META_KEYS", "CampaignState", "RoundSummary", "init_campaign", "load_state", "pending_steps"]
 
 META_KEYS = {
     "config": "campaign.config",
@@ -30,6 +32,9 @@ META_KEYS = {
     "world": "campaign.world",
     "deployment": "deployment",
     "adoptions": "campaign.adoptions",
+    # steps outside the rounds, each marked done in the transaction that commits its result
+    "shakedown": "campaign.shakedown",
+    "report": "campaign.report",
 }
 
 
@@ -156,3 +161,25 @@ def load_state(ledger: Ledger) -> CampaignState:
         status=ledger.get_meta(META_KEYS["status"], "running"),
         adoptions=ledger.get_meta(META_KEYS["adoptions"], {}),
     )
+
+
+def pending_steps(ledger: Ledger, *, shakedown: bool = False) -> tuple[str, ...]:
+    """The steps outside the rounds that the campaign in `ledger` has not committed yet.
+
+    Args:
+        ledger: the campaign's ledger.
+        shakedown: whether the campaign starts with a safety shakedown (the testbed's does).
+
+    Returns:
+        A subset of ("shakedown", "report"), in the order they run: "shakedown" while a
+        campaign that needs one has neither it nor any completed round on record (a ledger
+        written before the mark existed counts as done once a round completed), "report"
+        once the campaign has stopped and no report was marked written.
+    """
+    state = load_state(ledger)
+    out = []
+    if shakedown and ledger.get_meta(META_KEYS["shakedown"]) is None and state.round == 0:
+        out.append("shakedown")
+    if state.status == "stopped" and ledger.get_meta(META_KEYS["report"]) is None:
+        out.append("report")
+    return tuple(out)

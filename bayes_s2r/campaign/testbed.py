@@ -15,7 +15,9 @@ by a paired evaluation of the new policy against the deployed one on the robot (
 seeds, charged in robot-hours): its realized gain ΔĴ.
 
 Policies are persisted in the ledger (executor memory) as flat parameter lists, so a
-resumed campaign continues with exactly the policies it had.
+resumed campaign continues with exactly the policies it had. The safety shakedown before
+the first round is a committed step of its own (`run_shakedown`), so a campaign killed
+during it runs it again on resume instead of deciding without its evidence.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.records import DeploymentEval, ExecutionOutcome, RealizedCost, Record
 from bayes_s2r.vocab import Candidate, Cost
 
-__all__ = ["METHOD_KINDS", "TestbedExecutor", "testbed_candidates"]
+__all__ = ["METHOD_KINDS", "TestbedExecutor", "run_shakedown", "testbed_candidates"]
 
 METHOD_KINDS = {"SI": "si_retrain", "DR": "dr_retrain", "DA": "obs_augment", "FT": "real_finetune"}
 _INITIAL = "pi0"
@@ -167,3 +169,35 @@ class TestbedExecutor:
             run = self.robot.run(k_run, self._sim.LinearPolicy.from_flat(thetas), episodes)
             out.append(ExecutionOutcome(c.name, episodes, int(run.unsafe), round=0))
         return tuple(out)
+
+
+def run_shakedown(ledger, executor, *, episodes: int = 60) -> tuple[Record, ...]:
+    """Run the campaign's safety shakedown once and commit it: its records and the mark
+    that it ran go into the ledger in one transaction.
+
+    The key is the campaign seed's, as in an uninterrupted run, so a shakedown cut short and
+    run again on resume writes the same records. Once marked, nothing runs again.
+
+    Args:
+        ledger: the campaign's ledger (a campaign must be started in it).
+        executor: anything with `shakedown(rng_key, candidates, episodes)`, e.g. a
+            `TestbedExecutor`.
+        episodes: supervised trials per robot-touching candidate.
+
+    Returns:
+        The shakedown's ExecutionOutcome records, as stored.
+    """
+    from bayes_s2r.campaign.state import META_KEYS, load_state
+
+    state = load_state(ledger)
+    mark = ledger.get_meta(META_KEYS["shakedown"])
+    if mark is None:
+        records = tuple(executor.shakedown(jax.random.key(state.config.seed), state.candidates, episodes))
+        with ledger.transaction():
+            ledger.add_many(records)
+            ids = [r.id for r in records]
+            ledger.set_meta(META_KEYS["shakedown"], {"records": ids})
+    else:
+        ids = list(mark.get("records", [])) if isinstance(mark, dict) else []
+    stored = {r.id: r for r in ledger.records(ExecutionOutcome)}
+    return tuple(stored[i] for i in ids if i in stored)

@@ -79,18 +79,69 @@ def test_demo_prints_one_summary_per_decision(demo):
     assert "Traceback" not in stdout
 
 
+def _copy_demo(out: Path, to: Path, *, report: bool) -> Path:
+    for path in out.iterdir():
+        if path.name == "ledger.sqlite" or (report and path.suffix in (".html", ".png")):
+            shutil.copy(path, to / path.name)
+    return to / "ledger.sqlite"
+
+
+def test_the_shakedown_is_committed_before_the_first_round(demo):
+    out, _, _ = demo
+    with Ledger(out / "ledger.sqlite", create=False) as led:
+        mark = led.get_meta("campaign.shakedown")
+        records = led.records()
+        assert led.get_meta("campaign.report") is not None
+    assert mark and [r.id for r in records[:len(mark["records"])]] == mark["records"]
+    assert {r.KIND for r in records[:len(mark["records"])]} == {"execution_outcome"}
+
+
 def test_resume_on_a_finished_campaign_says_so(demo, tmp_path):
     out, _, _ = demo
-    ledger = tmp_path / "ledger.sqlite"
-    shutil.copy(out / "ledger.sqlite", ledger)
-    before = (ledger.stat().st_size, ledger.stat().st_mtime_ns)
+    ledger = _copy_demo(out, tmp_path, report=True)
+    before = (ledger.stat().st_size, ledger.stat().st_mtime_ns, (tmp_path / "index.html").stat().st_mtime_ns)
     result = CliRunner().invoke(app, ["resume", "--ledger", str(ledger)])
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
     assert "has already finished" in text and "nothing to resume" in text
-    assert "deployable" in text
-    assert (ledger.stat().st_size, ledger.stat().st_mtime_ns) == before
-    assert not (tmp_path / "index.html").exists()
+    assert "deployable" in text and str(tmp_path / "index.html") in result.stdout.replace("\n", "")
+    assert "bayes-s2r report" not in text  # it would draw the posterior from another source
+    after = (ledger.stat().st_size, ledger.stat().st_mtime_ns, (tmp_path / "index.html").stat().st_mtime_ns)
+    assert after == before
+
+
+@pytest.mark.parametrize("missing", ["index.html", "posterior.png", "everything"])
+def test_resume_writes_a_missing_or_partial_report_as_the_demo_did(demo, tmp_path, missing):
+    out, _, _ = demo
+    ledger = _copy_demo(out, tmp_path, report=missing != "everything")
+    if missing != "everything":
+        (tmp_path / missing).unlink()
+    result = CliRunner().invoke(app, ["resume", "--ledger", str(ledger)])
+    assert result.exit_code == 0, result.output
+    assert "writing it again" in " ".join(result.stdout.split())
+
+    def page(folder: Path) -> str:
+        text = (folder / "index.html").read_text()
+        return text.replace(str((folder / "ledger.sqlite").resolve()), "LEDGER")
+
+    assert page(tmp_path) == page(out)  # same posterior source, same figures
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == sorted(p.name for p in out.glob("*.png"))
+
+
+def test_resume_names_a_missing_testbed_setting(tmp_path):
+    from bayes_s2r.campaign.state import init_campaign
+    from bayes_s2r.campaign.testbed import testbed_candidates
+    from bayes_s2r.cli_campaign import demo_config
+
+    path = tmp_path / "ledger.sqlite"
+    with Ledger(path) as led:
+        world = {"card": "real_latency", "train_iterations": 8, "sweep_episodes": 16}  # no eval_episodes
+        init_campaign(led, testbed_candidates(24), demo_config("quick", 0),
+                      policy="pi0", world=world)
+    result = CliRunner().invoke(app, ["resume", "--ledger", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "campaign.world.eval_episodes=None: expected a whole number >= 1" in result.stderr
+    assert "Traceback" not in result.output
 
 
 @pytest.fixture(scope="module")

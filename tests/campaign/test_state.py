@@ -55,3 +55,23 @@ def test_a_ledger_holds_one_campaign(tmp_path):
         init_campaign(ledger, synthetic_candidates(), synthetic_config(), policy="pi0")
     with pytest.raises(bs.InputError, match="campaign"):
         load_state(bs.Ledger(tmp_path / "empty.sqlite"))
+
+
+def test_pending_steps_follow_their_marks(tmp_path):
+    from bayes_s2r.campaign.state import META_KEYS, pending_steps
+
+    ledger = bs.Ledger(tmp_path / "c.sqlite")
+    init_campaign(ledger, synthetic_candidates(), synthetic_config(), policy="pi0")
+    assert pending_steps(ledger) == ()
+    assert pending_steps(ledger, shakedown=True) == ("shakedown",)
+    ledger.set_meta(META_KEYS["shakedown"], {"records": []})
+    assert pending_steps(ledger, shakedown=True) == ()
+    with ledger.transaction():
+        ledger.set_meta(META_KEYS["completed"], 0)
+        ledger.set_meta(META_KEYS["status"], "stopped")
+    assert pending_steps(ledger, shakedown=True) == ("report",)
+    ledger.set_meta(META_KEYS["report"], {"records": 0})
+    assert pending_steps(ledger, shakedown=True) == ()
+    # a ledger whose rounds ran before the shakedown had a mark of its own does not run it again
+    ledger.set_meta(META_KEYS["shakedown"], None)
+    assert pending_steps(ledger, shakedown=True) == ()
