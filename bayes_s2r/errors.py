@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 __all__ = [
@@ -10,7 +11,10 @@ __all__ = [
     "require",
     "require_finite",
     "require_finite_nonneg",
+    "require_int",
     "require_int_nonneg",
+    "require_positive",
+    "require_probability",
     "shown",
 ]
 
@@ -76,6 +80,47 @@ def require_int_nonneg(field: str, value: Any) -> int:
     if not math.isfinite(f) or f < 0 or f != int(f):
         raise InputError(field, value, "a whole number >= 0")
     return int(f)
+
+
+def require_int(field: str, value: Any, low: int = 0, high: int | None = None) -> int:
+    """Return `value` as an int, or raise unless it is an integer (not a bool) in low..high.
+
+    Unlike `require_int_nonneg` a float is refused even when whole: for counts and settings
+    given in code, 3.0 is a slip.
+
+    Example:
+        >>> require_int("episodes", 4, low=1)
+        4
+        >>> try:
+        ...     require_int("episodes", 0, low=1)
+        ... except InputError as e:
+        ...     print(e)
+        episodes=0: expected a whole number >= 1
+    """
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
+    if not ok or (high is not None and value > high):
+        span = f">= {low}" if high is None else f"{low}..{high}"
+        raise InputError(field, value, f"a whole number {span}")
+    return int(value)
+
+
+def require_positive(field: str, value: Any) -> float:
+    """Return `value` as a float, or raise unless it is a finite number > 0."""
+    if not _is_real(value) or not math.isfinite(_as_float(value)) or _as_float(value) <= 0:
+        raise InputError(field, value, "a finite number > 0")
+    return float(value)
+
+
+def require_probability(field: str, value: Any) -> float:
+    """Return `value` as a float, or raise unless it lies strictly between 0 and 1.
+
+    Example:
+        >>> require_probability("delta", 0.05)
+        0.05
+    """
+    if not _is_real(value) or not 0 < _as_float(value) < 1:
+        raise InputError(field, value, "a probability strictly between 0 and 1")
+    return float(value)
 
 
 class _Shown:

@@ -34,7 +34,7 @@ class SBCResult(NamedTuple):
         divergences: int [datasets].
         episodes: episodes per arm of each candidate (0: no evidence of its own).
         names: candidate names.
-        traces: NUTS traces during the run (1 when the sampler compiled once).
+        traces: NUTS samplers built during the run (1 when the sampler compiled once).
         seconds: wall time of the fits (prior draws and compile included).
     """
 
@@ -117,7 +117,7 @@ def run_sbc(num_datasets: int, *, seed: int = 0, cands=None, eps=None, num_warmu
     if cands is None:
         cands, eps = design()
     t0 = time.perf_counter()
-    before = fit_module.TRACE_COUNT["nuts"]
+    before = fit_module._nuts_compiled.cache_info().misses
     truth, treated, control = prior_draws(jax.random.key(seed), cands, eps, num_datasets, prior)
     chain_method = "parallel" if num_chains > 1 and jax.local_device_count() >= num_chains else "sequential"
     lo, hi = (1 - interval) / 2, (1 + interval) / 2
@@ -140,7 +140,7 @@ def run_sbc(num_datasets: int, *, seed: int = 0, cands=None, eps=None, num_warmu
         ranks[k] = np.sum(thinned < truth[k], axis=0)
         div[k] = int(np.sum(stats["diverging"]))
     return SBCResult(covered, ranks, ranked, div, tuple(eps), tuple(c.name for c in cands),
-                     fit_module.TRACE_COUNT["nuts"] - before, time.perf_counter() - t0)
+                     fit_module._nuts_compiled.cache_info().misses - before, time.perf_counter() - t0)
 
 
 def coverage_band(n: int, level: float = 0.9, alpha: float = 1e-3, design_effect: float = 2.0):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -24,55 +23,28 @@ import numpy as np
 from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as PS
-from numpyro import handlers
-from numpyro.distributions.transforms import biject_to
 from numpyro.infer.hmc import hmc
 from numpyro.infer.util import constrain_fn, potential_energy
 
+from bayes_s2r.belief.assemble import assemble, extra_of, inference_data
+from bayes_s2r.belief.compiled import (
+    CACHE_SIZE,
+    abstract,
+    compiler_options,
+    concrete,
+    unconstrained_prototype,
+)
 from bayes_s2r.belief.data import PreparedGains, iter_records, prepare_gains
 from bayes_s2r.belief.posterior import DIAGNOSTIC_THRESHOLDS, GainBelief, diagnose_draws
-from bayes_s2r.errors import InputError, shown
+from bayes_s2r.errors import InputError, require_int, shown
 from bayes_s2r.evidence.records import PairedEval, PairedReturns
 from bayes_s2r.models.gains import GainPrior, gains_model
 from bayes_s2r.vocab import Candidate
 
-__all__ = ["TRACE_COUNT", "fit_gains", "nuts_runner", "prior_unconstrained", "unconstrained_prototype"]
+__all__ = ["fit_gains", "nuts_runner"]
 
 METHODS = ("nuts", "svi")
-_CACHE: OrderedDict = OrderedDict()
-_CACHE_SIZE = 8
-TRACE_COUNT = {"nuts": 0}   # how many times a NUTS chain was traced (for re-trace checks)
-# NUTS and SVI inline the model's gradient in several places. On a CPU, LLVM's most
-# expensive passes and XLA's fusion emitters buy little on these small arrays and cost
-# seconds of compile time (NUTS, 64 candidates: 9.3 s -> 7.1 s to the first fit).
-_CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False}
 _HIDDEN = ("z_mu", "z_method", "z_group", "z_cand", "drift")
-
-
-def compiler_options() -> dict:
-    """XLA options for compiling the belief fits on the default backend (none off the CPU)."""
-    return dict(_CPU_COMPILER_OPTIONS) if jax.default_backend() == "cpu" else {}
-
-
-def _shape_key(tree) -> tuple:
-    leaves, treedef = jax.tree.flatten(tree)
-    return (str(treedef), tuple((tuple(np.shape(x)), str(jnp.asarray(x).dtype)) for x in leaves))
-
-
-def prior_unconstrained(model, rng_key, data, sens) -> dict:
-    """One prior draw of the model's latent sites, mapped to the unconstrained space."""
-    tr = handlers.trace(handlers.seed(model, rng_key)).get_trace(data, sens=sens)
-    return {name: biject_to(site["fn"].support).inv(site["value"])
-            for name, site in tr.items()
-            if site["type"] == "sample" and not site["is_observed"]}
-
-
-def unconstrained_prototype(model, data, sens) -> dict:
-    """Shapes and dtypes (`jax.ShapeDtypeStruct`) of the model's unconstrained latent sites.
-
-    Traced abstractly (`jax.eval_shape`): nothing runs, so it costs no eager dispatch.
-    """
-    return jax.eval_shape(functools.partial(prior_unconstrained, model), jax.random.key(0), data, sens)
 
 
 def _make_chain(spec, prototype: dict, num_warmup: int, num_samples: int, target_accept: float,
@@ -80,7 +52,6 @@ def _make_chain(spec, prototype: dict, num_warmup: int, num_samples: int, target
     model = functools.partial(gains_model, spec=spec)
 
     def chain(rng_key, data, sens):
-        TRACE_COUNT["nuts"] += 1
         k_init, k_run = jax.random.split(rng_key)
         keys = jax.random.split(k_init, len(prototype))
         # every latent site is real-valued after its bijection: U(-1, 1) is always valid
@@ -115,89 +86,34 @@ def nuts_runner(prep: PreparedGains, *, num_warmup: int, num_samples: int, num_c
 
     Built once per (spec, shapes, settings) and cached; arrays come back shaped [chain, draw, ...].
     """
-    key = (prep.spec, _shape_key((prep.data, prep.sens)), num_warmup, num_samples, num_chains,
-           chain_method, target_accept, max_tree_depth)
-    fn = _CACHE.get(key)
-    if fn is None:
-        model = functools.partial(gains_model, spec=prep.spec)
-        prototype = unconstrained_prototype(model, prep.data, prep.sens)
-        chain = _make_chain(prep.spec, prototype, num_warmup, num_samples, target_accept,
-                            max_tree_depth)
-        if chain_method == "parallel":
-            mesh = Mesh(np.array(jax.local_devices()[:num_chains]), ("chain",))
-
-            def per_device(keys, data, sens):
-                return jax.tree.map(lambda x: x[None], chain(keys[0], data, sens))
-
-            fn = jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(PS("chain"), PS(), PS()),
-                                       out_specs=PS("chain"), check_vma=False),
-                         compiler_options=compiler_options())
-        else:
-            one = jax.jit(chain, compiler_options=compiler_options())
-
-            def fn(keys, data, sens):
-                outs = [one(k, data, sens) for k in keys]
-                return jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
-        _CACHE[key] = fn
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    else:
-        _CACHE.move_to_end(key)
+    fn = _nuts_compiled(prep.spec, abstract((prep.data, prep.sens)), num_warmup, num_samples,
+                        num_chains, chain_method, target_accept, max_tree_depth)
     return lambda keys: fn(keys, prep.data, prep.sens)
 
 
-def _require_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise InputError(name, value, f"a whole number >= {low}")
-    return int(value)
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _nuts_compiled(spec, shapes: tuple, num_warmup: int, num_samples: int, num_chains: int,
+                   chain_method: str, target_accept: float, max_tree_depth: int):
+    """`fn(keys, data, sens)`: the jitted NUTS chains for data of the given `abstract` shapes."""
+    model = functools.partial(gains_model, spec=spec)
+    prototype = unconstrained_prototype(model, *concrete(shapes))
+    chain = _make_chain(spec, prototype, num_warmup, num_samples, target_accept, max_tree_depth)
+    if chain_method == "parallel":
+        mesh = Mesh(np.array(jax.local_devices()[:num_chains]), ("chain",))
 
+        def per_device(keys, data, sens):
+            return jax.tree.map(lambda x: x[None], chain(keys[0], data, sens))
 
-def _assemble(prep: PreparedGains, sites: dict, chains: int) -> tuple[list[str], np.ndarray]:
-    """Columns of the belief: gains of adaptations, then `sensitivity:<k>`; [chains, draws, M]."""
-    parts = [np.asarray(sites["gain"], np.float64)]
-    names = list(prep.names)
-    if prep.directions and "sensitivity" in sites:
-        parts.append(np.asarray(sites["sensitivity"], np.float64).reshape(chains, -1, len(prep.directions)))
-        names += [f"sensitivity:{k}" for k in prep.directions]
-    return names, np.concatenate(parts, axis=-1)
+        return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(PS("chain"), PS(), PS()),
+                                     out_specs=PS("chain"), check_vma=False),
+                       compiler_options=compiler_options())
+    one = jax.jit(chain, compiler_options=compiler_options())
 
+    def fn(keys, data, sens):
+        outs = [one(k, data, sens) for k in keys]
+        return jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
 
-def _inference_data(prep: PreparedGains, sites: dict, stats: dict | None, names: Sequence[str]):
-    from bayes_s2r.belief.posterior import az
-
-    n_pol = len(prep.policies)
-    methods = sorted({int(i) for i in np.asarray(prep.data.cand_method)})
-    posterior = {"gain": np.asarray(sites["gain"]), "baseline": np.asarray(sites["baseline"]),
-                 "alpha": np.asarray(sites["alpha"])[..., :n_pol]}
-    coords = {"candidate": list(prep.names), "policy": [str(p) for p in prep.policies],
-              "cell": [f"{c}@{p}" for c, p in zip(prep.observed["cell_candidate"],
-                                                   prep.observed["cell_policy"])]}
-    dims = {"gain": ["candidate"], "alpha": ["policy"], "treated_successes": ["cell"],
-            "treated_episodes": ["cell"], "returns_n": ["cell"], "returns_mean": ["cell"],
-            "control_successes": ["policy"], "control_episodes": ["policy"]}
-    for k in ("mu_gain", "tau_method", "tau_group", "tau_cand"):
-        if k in sites:
-            posterior[k] = np.asarray(sites[k])
-    if "sensitivity" in sites and prep.directions:
-        posterior["sensitivity"] = np.asarray(sites["sensitivity"])
-        coords["direction"] = list(prep.directions)
-        dims["sensitivity"] = ["direction"]
-    if "order" in sites:
-        posterior["order"] = np.asarray(sites["order"])
-        coords["applied"] = coords["evaluated"] = [str(i) for i in methods]
-        dims["order"] = ["applied", "evaluated"]
-    observed = {k: np.asarray(v, np.float64) for k, v in prep.observed.items()
-                if k not in ("cell_candidate", "cell_policy")}
-    kwargs = {"sample_stats": {k: np.asarray(v) for k, v in stats.items()}} if stats else {}
-    return az.from_dict(posterior=posterior, observed_data=observed, coords=coords, dims=dims, **kwargs)
-
-
-def _extra(prep: PreparedGains, sites: dict) -> dict:
-    extra = {"current_policy": prep.current_policy, "policies": prep.policies,
-             "directions": prep.directions, "notes": prep.notes, "prior": prep.spec.prior}
-    if float(prep.data.control_episodes[0]) > 0:  # the current policy's J was measured
-        extra["baseline"] = float(np.mean(np.asarray(sites["baseline"])))
-    return extra
+    return fn
 
 
 def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", seed: int = 0, *,
@@ -249,7 +165,7 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", s
     """
     if method not in METHODS:
         raise InputError("method", method, f"one of {METHODS}")
-    seed = _require_int("seed", seed, 0)
+    seed = require_int("seed", seed, 0)
     if seed >= 2**63:  # the PRNG key holds a 64-bit seed
         raise InputError("seed", shown(seed), "a whole number >= 0 and < 2**63")
     if isinstance(candidates, (str, bytes, Mapping)) or not isinstance(candidates, Iterable):
@@ -271,12 +187,12 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", s
         from bayes_s2r.belief.svi import fit_svi
 
         return fit_svi(prep, seed=seed, num_steps=svi_steps, learning_rate=svi_learning_rate,
-                       guide=svi_guide, num_draws=_require_int("num_samples", num_samples, 2)
-                       * _require_int("num_chains", num_chains, 1))
-    num_warmup = _require_int("num_warmup", num_warmup, 0)
-    num_samples = _require_int("num_samples", num_samples, 2)
-    num_chains = _require_int("num_chains", num_chains, 1)
-    max_tree_depth = _require_int("max_tree_depth", max_tree_depth, 1)
+                       guide=svi_guide, num_draws=require_int("num_samples", num_samples, 2)
+                       * require_int("num_chains", num_chains, 1))
+    num_warmup = require_int("num_warmup", num_warmup, 0)
+    num_samples = require_int("num_samples", num_samples, 2)
+    num_chains = require_int("num_chains", num_chains, 1)
+    max_tree_depth = require_int("max_tree_depth", max_tree_depth, 1)
     if not (isinstance(target_accept_prob, float) and 0 < target_accept_prob < 1):
         raise InputError("target_accept_prob", target_accept_prob, "a number strictly between 0 and 1")
     if chain_method is None:
@@ -292,7 +208,7 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", s
                       max_tree_depth=max_tree_depth)
     keys = jax.random.split(jax.random.key(seed), num_chains)
     sites, stats = jax.device_get(run(keys))
-    names, draws = _assemble(prep, sites, num_chains)
+    names, draws = assemble(prep, sites, num_chains)
     checked = np.concatenate([draws, np.asarray(sites["baseline"], np.float64)[..., None]], axis=-1)
     total = num_chains * num_samples
     diag = diagnose_draws(checked, int(np.sum(stats["diverging"])),
@@ -303,5 +219,5 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", s
         diag["ok"] = False
         diag["reason"] = "too few draws to compute R-hat"
     return GainBelief(names, draws.reshape(total, -1), chains=num_chains, diagnostics=diag,
-                      method="nuts", inference_data=_inference_data(prep, sites, stats, names),
-                      extra=_extra(prep, sites))
+                      method="nuts", inference_data=inference_data(prep, sites, stats, names),
+                      extra=extra_of(prep, sites))

@@ -25,7 +25,7 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from bayes_s2r.belief.sensitivity import _records
-from bayes_s2r.errors import InputError, require_int_nonneg
+from bayes_s2r.errors import InputError, require_int, require_int_nonneg, require_probability
 from bayes_s2r.evidence.records import DeploymentEval, ExecutionOutcome
 from bayes_s2r.models.risk import RiskPrior, exec_risk_model
 from bayes_s2r.vocab import Candidate, validate_candidates
@@ -45,10 +45,7 @@ _NO_METHOD = "(none)"
 
 
 def _delta(delta: Any) -> float:
-    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating)) or not (
-            0 < float(delta) < 1):
-        raise InputError("delta", delta, "a probability strictly between 0 and 1")
-    return float(delta)
+    return require_probability("delta", delta)
 
 
 def clopper_pearson_ucb(unsafe: int, executions: int, delta: float) -> float:
@@ -257,8 +254,7 @@ def fit_exec_risk(evidence: Any, candidates: Sequence[Candidate], bound: str = "
     if method not in ("quadrature", "nuts"):
         raise InputError("method", method, "'quadrature' or 'nuts'")
     prior = _check_prior(prior)
-    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 10:
-        raise InputError("num_samples", num_samples, "a whole number >= 10")
+    require_int("num_samples", num_samples, 10)
     known = {c.name for c in cands}
     sims = _check_sim_prior(sim_prior, cands)
     counts: dict[str, tuple[int, int]] = {}

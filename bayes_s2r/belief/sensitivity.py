@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_s2r.belief.posterior import DIAGNOSTIC_THRESHOLDS, diagnose_draws
-from bayes_s2r.errors import InputError
+from bayes_s2r.errors import InputError, require_int, require_probability
 from bayes_s2r.evidence.records import TIERS, Record, SensitivityTrial
 from bayes_s2r.models.sensitivity import SensitivityPrior, sensitivity_model
 
@@ -263,8 +263,7 @@ class SensitivityBelief:
 
 
 def _check_prob(p: float) -> None:
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p < 1:
-        raise InputError("hdi_prob", p, "a probability strictly between 0 and 1")
+    require_probability("hdi_prob", p)
 
 
 def _check_prior(prior: Any) -> SensitivityPrior:
@@ -282,12 +281,6 @@ def _check_prior(prior: Any) -> SensitivityPrior:
         if not ok:
             raise InputError(f"prior.{f}", v, "a finite number" + ("" if f == "loc_a" else " > 0"))
     return prior
-
-
-def _positive_int(field: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(field, value, "a whole number >= 1")
-    return value
 
 
 def fit_sensitivity(evidence: Any, policy: str | None = None, method: str = "nuts", seed: int = 0,
@@ -321,14 +314,11 @@ def fit_sensitivity(evidence: Any, policy: str | None = None, method: str = "nut
 
     if method != "nuts":
         raise InputError("method", method, "'nuts'")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError("seed", seed, "a whole number >= 0")
+    require_int("seed", seed, 0)
     for f, v in (("num_warmup", num_warmup), ("num_samples", num_samples),
                  ("num_chains", num_chains)):
-        _positive_int(f, v)
-    if isinstance(target_accept, bool) or not isinstance(target_accept, float) or not (
-            0 < target_accept < 1):
-        raise InputError("target_accept", target_accept, "a number strictly between 0 and 1")
+        require_int(f, v, 1)
+    require_probability("target_accept", target_accept)
     prior = _check_prior(prior)
     data = prepare_sensitivity(evidence, policy, directions=directions)
     chain_method = "parallel" if jax.local_device_count() >= num_chains else "sequential"

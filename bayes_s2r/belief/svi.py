@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import OrderedDict
 
 import jax
 import jax.numpy as jnp
@@ -33,17 +32,22 @@ from jax import lax
 from jax.flatten_util import ravel_pytree
 from numpyro.infer.util import constrain_fn, potential_energy
 
+from bayes_s2r.belief.assemble import assemble, extra_of, inference_data
+from bayes_s2r.belief.compiled import (
+    CACHE_SIZE,
+    abstract,
+    compiler_options,
+    concrete,
+    unconstrained_prototype,
+)
 from bayes_s2r.belief.data import PreparedGains
 from bayes_s2r.belief.posterior import GainBelief
-from bayes_s2r.errors import InputError
+from bayes_s2r.errors import InputError, require_int
 from bayes_s2r.models.gains import gains_model
 
-__all__ = ["GUIDES", "TRACE_COUNT", "elbo_converged", "fit_svi", "svi_runner"]
+__all__ = ["GUIDES", "elbo_converged", "fit_svi", "svi_runner"]
 
 GUIDES = ("lowrank", "normal")
-_CACHE: OrderedDict = OrderedDict()
-_CACHE_SIZE = 8
-TRACE_COUNT = {"svi": 0}
 _KEEP = ("gain", "baseline", "sensitivity", "alpha", "mu_gain", "tau_method", "tau_group", "tau_cand")
 _INIT_SCALE = 0.1
 # A variational mean away from its optimum leaves a gradient of constant sign; near it the
@@ -123,57 +127,52 @@ def svi_runner(prep: PreparedGains, *, num_steps: int, learning_rate: float, gui
     error of the gradient with respect to a variational mean, and the largest estimated
     distance (in marginal sds) of a mean from its optimum among the significant ones.
     """
-    from bayes_s2r.belief.fit import compiler_options, unconstrained_prototype
-
-    key = (prep.spec, str(jax.tree.structure((prep.data, prep.sens))),
-           tuple(np.shape(x) for x in jax.tree.leaves((prep.data, prep.sens))),
-           num_steps, learning_rate, guide, num_draws)
-    fn = _CACHE.get(key)
-    if fn is None:
-        model = functools.partial(gains_model, spec=prep.spec)
-        proto = unconstrained_prototype(model, prep.data, prep.sens)
-        flat, unravel = ravel_pytree(jax.tree.map(lambda v: jnp.zeros(v.shape, v.dtype), proto))
-        init, sample, entropy, offset_sd, width = _gaussian(flat.size, guide)
-        window = _window(num_steps)
-        schedule = optax.cosine_decay_schedule(learning_rate, num_steps, alpha=0.05)
-        optim = optax.chain(optax.clip_by_global_norm(100.0), optax.adam(schedule))
-
-        @functools.partial(jax.jit, compiler_options=compiler_options())
-        def fn(rng_key, data, sens):
-            TRACE_COUNT["svi"] += 1
-            kw = {"sens": sens}
-            k_fit, k_draw = jax.random.split(rng_key)
-
-            def neg_elbo(params, eps):
-                z = unravel(sample(params, eps))
-                return potential_energy(model, (data,), kw, z) - entropy(params)
-
-            params = init(jnp.zeros(flat.size, flat.dtype))
-
-            def step(carry, k):
-                params, opt_state = carry
-                loss, grads = jax.value_and_grad(neg_elbo)(params, jax.random.normal(k, (width,)))
-                updates, opt_state = optim.update(grads, opt_state, params)
-                return (optax.apply_updates(params, updates), opt_state), (loss, grads["loc"])
-
-            (params, _), (losses, grad_loc) = lax.scan(step, (params, optim.init(params)),
-                                                       jax.random.split(k_fit, num_steps))
-            g = grad_loc[-window:]
-            se = jnp.std(g, axis=0) / math.sqrt(window)
-            z_all = jnp.abs(jnp.mean(g, axis=0)) / jnp.maximum(se, 1e-12)
-            offset = jnp.abs(offset_sd(params, jnp.mean(g, axis=0)))
-            check = (jnp.max(z_all), jnp.max(jnp.where(z_all >= _MAX_GRAD_Z, offset, 0.0)))
-            z = sample(params, jax.random.normal(k_draw, (num_draws, width)))
-            sites = jax.vmap(lambda zz: constrain_fn(model, (data,), kw, unravel(zz),
-                                                     return_deterministic=True))(z)
-            return {k: v for k, v in sites.items() if k in _KEEP}, losses, check
-
-        _CACHE[key] = fn
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    else:
-        _CACHE.move_to_end(key)
+    fn = _svi_compiled(prep.spec, abstract((prep.data, prep.sens)), num_steps, learning_rate, guide,
+                       num_draws)
     return lambda rng_key: fn(rng_key, prep.data, prep.sens)
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _svi_compiled(spec, shapes: tuple, num_steps: int, learning_rate: float, guide: str, num_draws: int):
+    """`fn(rng_key, data, sens)`: the jitted SVI fit for data of the given `abstract` shapes."""
+    model = functools.partial(gains_model, spec=spec)
+    proto = unconstrained_prototype(model, *concrete(shapes))
+    flat, unravel = ravel_pytree(jax.tree.map(lambda v: jnp.zeros(v.shape, v.dtype), proto))
+    init, sample, entropy, offset_sd, width = _gaussian(flat.size, guide)
+    window = _window(num_steps)
+    schedule = optax.cosine_decay_schedule(learning_rate, num_steps, alpha=0.05)
+    optim = optax.chain(optax.clip_by_global_norm(100.0), optax.adam(schedule))
+
+    @functools.partial(jax.jit, compiler_options=compiler_options())
+    def fn(rng_key, data, sens):
+        kw = {"sens": sens}
+        k_fit, k_draw = jax.random.split(rng_key)
+
+        def neg_elbo(params, eps):
+            z = unravel(sample(params, eps))
+            return potential_energy(model, (data,), kw, z) - entropy(params)
+
+        params = init(jnp.zeros(flat.size, flat.dtype))
+
+        def step(carry, k):
+            params, opt_state = carry
+            loss, grads = jax.value_and_grad(neg_elbo)(params, jax.random.normal(k, (width,)))
+            updates, opt_state = optim.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), (loss, grads["loc"])
+
+        (params, _), (losses, grad_loc) = lax.scan(step, (params, optim.init(params)),
+                                                   jax.random.split(k_fit, num_steps))
+        g = grad_loc[-window:]
+        se = jnp.std(g, axis=0) / math.sqrt(window)
+        z_all = jnp.abs(jnp.mean(g, axis=0)) / jnp.maximum(se, 1e-12)
+        offset = jnp.abs(offset_sd(params, jnp.mean(g, axis=0)))
+        check = (jnp.max(z_all), jnp.max(jnp.where(z_all >= _MAX_GRAD_Z, offset, 0.0)))
+        z = sample(params, jax.random.normal(k_draw, (num_draws, width)))
+        sites = jax.vmap(lambda zz: constrain_fn(model, (data,), kw, unravel(zz),
+                                                 return_deterministic=True))(z)
+        return {k: v for k, v in sites.items() if k in _KEEP}, losses, check
+
+    return fn
 
 
 def fit_svi(prep: PreparedGains, *, seed: int = 0, num_steps: int = 6000,
@@ -186,12 +185,10 @@ def fit_svi(prep: PreparedGains, *, seed: int = 0, num_steps: int = 6000,
         had settled and, over the last tenth of the steps, no variational mean had a
         gradient both significant (4 standard errors) and worth more than 0.25 of its sd.
     """
-    from bayes_s2r.belief.fit import _assemble, _extra, _inference_data
 
     if guide not in GUIDES:
         raise InputError("svi_guide", guide, f"one of {GUIDES}")
-    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 20:
-        raise InputError("svi_steps", num_steps, "a whole number >= 20")
+    require_int("svi_steps", num_steps, 20)
     if not (isinstance(learning_rate, float) and 0 < learning_rate < 1):
         raise InputError("svi_learning_rate", learning_rate, "a number strictly between 0 and 1")
     run = svi_runner(prep, num_steps=num_steps, learning_rate=learning_rate, guide=guide,
@@ -213,9 +210,9 @@ def fit_svi(prep: PreparedGains, *, seed: int = 0, num_steps: int = 6000,
             f"{offset:.2f} sd from its optimum by its gradient over the last {_window(num_steps)} "
             f"steps; at most {_MAX_OFFSET})"),
     }
-    names, draws = _assemble(prep, sites, 1)
-    idata = _inference_data(prep, sites, None, names)
-    extra = _extra(prep, sites)
+    names, draws = assemble(prep, sites, 1)
+    idata = inference_data(prep, sites, None, names)
+    extra = extra_of(prep, sites)
     extra["losses"] = losses
     return GainBelief(names, draws.reshape(num_draws, -1), chains=1, diagnostics=diag, method="svi",
                       inference_data=idata, extra=extra)

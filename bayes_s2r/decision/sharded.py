@@ -31,7 +31,7 @@ from bayes_s2r.decision.problem import Problem
 from bayes_s2r.decision.transition import resolve_transition
 from bayes_s2r.distributed.devices import BATCH_AXIS, batch_mesh
 from bayes_s2r.distributed.placement import put_global
-from bayes_s2r.errors import InputError
+from bayes_s2r.errors import InputError, require_int
 
 __all__ = ["draw_mesh", "shard_lookahead_arrays", "sharded_lookahead"]
 
@@ -41,8 +41,7 @@ _DRAW_AXIS = MappingProxyType({"dg": 0, "theta_obs": 1})
 def draw_mesh(num_draws: int, devices: Any = None):
     """The mesh for `num_draws` draws: the largest prefix of the chosen devices that divides it."""
     mesh = batch_mesh(devices)
-    if isinstance(num_draws, bool) or not isinstance(num_draws, int) or num_draws < 1:
-        raise InputError("num_draws", num_draws, "a whole number >= 1")
+    require_int("num_draws", num_draws, 1)
     size = max(d for d in range(1, mesh.size + 1) if num_draws % d == 0)
     return mesh if size == mesh.size else batch_mesh(list(mesh.devices.flat[:size]))
 

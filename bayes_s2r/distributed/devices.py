@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from bayes_s2r.errors import InputError
+from bayes_s2r.errors import InputError, require_int
 
 __all__ = [
     "BATCH_AXIS",
@@ -42,16 +42,6 @@ def _backend_started() -> bool:
     from jax._src import xla_bridge
 
     return xla_bridge.backends_are_initialized()
-
-
-def _whole(field: str, value: Any, low: int, high: int | None = None) -> int:
-    ok = isinstance(value, int) and not isinstance(value, bool) and value >= low
-    if ok and high is not None:
-        ok = value <= high
-    if not ok:
-        span = f"{low}..{high}" if high is not None else f">= {low}"
-        raise InputError(field, value, f"a whole number {span}")
-    return int(value)
 
 
 def configure_host_devices(n: int) -> int:
@@ -77,7 +67,7 @@ def configure_host_devices(n: int) -> int:
         >>> configure_host_devices(1) >= 1
         True
     """
-    n = _whole("n", n, 1)
+    n = require_int("n", n, 1)
     import jax
 
     if _backend_started():
@@ -186,5 +176,5 @@ def chain_method_for(num_chains: int) -> str:
     """
     import jax
 
-    num_chains = _whole("num_chains", num_chains, 1)
+    num_chains = require_int("num_chains", num_chains, 1)
     return "parallel" if num_chains > 1 and jax.local_device_count() >= num_chains else "sequential"

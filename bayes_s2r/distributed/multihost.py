@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bayes_s2r.distributed.devices import DeviceInfo, _backend_started, device_info
-from bayes_s2r.errors import InputError
+from bayes_s2r.errors import InputError, require_int
 
 __all__ = ["CPU_COLLECTIVES", "initialize_multihost", "shutdown_multihost"]
 
@@ -75,17 +75,13 @@ def initialize_multihost(coordinator_address: str | None = None, num_processes: 
     if coordinator_address is not None and (not isinstance(coordinator_address, str)
                                             or ":" not in coordinator_address):
         raise InputError("coordinator_address", coordinator_address, "'host:port'")
-    if num_processes is not None and (isinstance(num_processes, bool) or not isinstance(num_processes, int)
-                                      or num_processes < 1):
-        raise InputError("num_processes", num_processes, "a whole number >= 1")
-    if process_id is not None and (isinstance(process_id, bool) or not isinstance(process_id, int)
-                                   or process_id < 0
-                                   or (num_processes is not None and process_id >= num_processes)):
-        raise InputError("process_id", process_id, f"a whole number in 0..{(num_processes or 1) - 1}")
+    if num_processes is not None:
+        require_int("num_processes", num_processes, 1)
+    if process_id is not None:
+        require_int("process_id", process_id, 0, None if num_processes is None else num_processes - 1)
     if cpu_collectives not in CPU_COLLECTIVES:
         raise InputError("cpu_collectives", cpu_collectives, f"one of {CPU_COLLECTIVES}")
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int) or timeout_s < 1:
-        raise InputError("timeout_s", timeout_s, "a whole number of seconds >= 1")
+    require_int("timeout_s", timeout_s, 1)
     if jax.distributed.is_initialized():
         raise InputError("initialize_multihost", "called twice", "one call per process")
     if _backend_started():

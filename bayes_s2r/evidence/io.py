@@ -33,6 +33,7 @@ from typing import Any
 
 from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.records import RECORD_TYPES, Record, parse_json_int, record_from_dict
+from bayes_s2r.evidence.schema import SCHEMA_VERSION
 from bayes_s2r.vocab import Candidate, Cost, validate_candidates
 
 __all__ = [
@@ -294,8 +295,6 @@ def write_json(records: Iterable[Record], path: str | os.PathLike) -> int:
     Returns:
         The number of records written.
     """
-    from bayes_s2r.evidence.ledger import SCHEMA_VERSION
-
     recs = _records(records)
     lines = [json.dumps(r.to_dict(), allow_nan=False, ensure_ascii=False) for r in recs]
     text = (
@@ -344,7 +343,7 @@ def _candidate(i: int, table: Any, path: str) -> Candidate:
         if "cost" in kwargs:
             kwargs["cost"] = Cost.from_mapping(kwargs["cost"], field="candidate.cost")
         if "outcome" in kwargs:
-            from bayes_s2r.belief.outcomes import outcome_from_mapping
+            from bayes_s2r.outcomes import outcome_from_mapping  # imports JAX: only when needed
 
             kwargs["outcome"] = outcome_from_mapping(kwargs["outcome"], field="candidate.outcome")
         return Candidate(**kwargs)
@@ -387,7 +386,7 @@ def load_candidates(path: str | os.PathLike) -> tuple[Candidate, ...]:
 
 
 def _outcome_mapping(outcome: Any) -> dict[str, Any]:
-    from bayes_s2r.belief.outcomes import OUTCOME_KINDS
+    from bayes_s2r.outcomes import OUTCOME_KINDS
 
     names = {code: name for name, code in OUTCOME_KINDS.items()}
     code = outcome.params()[0]

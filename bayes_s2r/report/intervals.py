@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from scipy import stats
 
-from bayes_s2r.errors import InputError, require_int_nonneg
+from bayes_s2r.errors import InputError, require_int_nonneg, require_probability
 
 __all__ = ["Interval", "clopper_pearson_upper", "newcombe_difference", "wilson_interval"]
 
@@ -33,9 +33,7 @@ class Interval(NamedTuple):
 
 
 def _level(level: float) -> float:
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise InputError("level", level, "a probability strictly between 0 and 1")
-    return float(level)
+    return require_probability("level", level)
 
 
 def _counts(successes, trials, where: str) -> tuple[int, int]:
@@ -106,9 +104,9 @@ def newcombe_difference(successes_a: int, trials_a: int, successes_b: int, trial
 def clopper_pearson_upper(events: int, trials: int, delta: float) -> float:
     """One-sided Clopper–Pearson upper bound at level 1 − delta on an event probability.
 
-    Uses `bayes_s2r.belief.risk.clopper_pearson_ucb` when that module is present, so the
-    report shows the very bound the decision used; otherwise the Beta quantile. With no
-    trials the bound is 1 (nothing is known).
+    It is `bayes_s2r.belief.risk.clopper_pearson_ucb`, so the report shows the very bound
+    the decision used; this wrapper names the report's fields in its errors. With no trials
+    the bound is 1 (nothing is known).
 
     Args:
         events: number of events (e.g. unsafe executions).
@@ -126,16 +124,7 @@ def clopper_pearson_upper(events: int, trials: int, delta: float) -> float:
     n = require_int_nonneg("clopper_pearson_upper.trials", trials)
     if k > n:
         raise InputError("clopper_pearson_upper.events", k, f"at most trials={n}")
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
-        raise InputError("delta", delta, "a probability strictly between 0 and 1")
-    if n == 0:
-        return 1.0
-    try:
-        from bayes_s2r.belief.risk import clopper_pearson_ucb
-    except ImportError:
-        clopper_pearson_ucb = None
-    if clopper_pearson_ucb is not None:
-        return float(clopper_pearson_ucb(k, n, delta))
-    if k == n:
-        return 1.0
-    return float(stats.beta.ppf(1 - delta, k + 1, n - k))
+    require_probability("delta", delta)
+    from bayes_s2r.belief.risk import clopper_pearson_ucb  # NumPyro and JAX: only when drawn
+
+    return float(clopper_pearson_ucb(k, n, delta))

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayes_s2r.errors import InputError, require_finite_nonneg
+from bayes_s2r.errors import InputError, require_finite_nonneg, require_int
 from bayes_s2r.sim.params import broadcast_params
 from bayes_s2r.sim.rollout import EpisodeStats, LinearPolicy, _episode_count, simulate_batch
 from bayes_s2r.sim.world import Protocol, World, load_card
@@ -148,8 +148,7 @@ class RealRobot:
         """
         n = _episode_count(episodes)
         amp = require_finite_nonneg("excitation", excitation)
-        if isinstance(hold, bool) or not isinstance(hold, int) or hold < 1:
-            raise InputError("hold", hold, "a whole number of steps >= 1")
+        require_int("hold", hold, 1)
         k_exc, k_run = jax.random.split(key)
         exc = make_excitation(k_exc, n, self.protocol.horizon, amp, hold)
         stats, traj = simulate_batch(k_run, self._world, policy, broadcast_params(self._world.params, n),

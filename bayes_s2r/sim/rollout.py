@@ -42,7 +42,7 @@ import numpy as np
 
 from bayes_s2r.distributed.devices import batch_mesh
 from bayes_s2r.distributed.placement import place_batch, unpad
-from bayes_s2r.errors import InputError
+from bayes_s2r.errors import InputError, require_int
 from bayes_s2r.sim.params import MAX_LATENCY, DRSpec, Params, broadcast_params, sample_params
 from bayes_s2r.sim.world import ENVS, Protocol, World, _base_system, apply_params
 
@@ -402,9 +402,7 @@ def _broadcast_policy(policy: LinearPolicy, n: int, act_size: int = 1, obs_size:
 
 
 def _episode_count(episodes) -> int:
-    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 1:
-        raise InputError("episodes", episodes, "a whole number >= 1")
-    return int(episodes)
+    return require_int("episodes", episodes, 1)
 
 
 def simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: Params,
@@ -439,8 +437,8 @@ def simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: P
     if exc.shape != exc_shape:
         raise InputError("excitation", exc.shape, f"shape {exc_shape}")
     pol = _broadcast_policy(policy, n, act_size, world.obs_size)
-    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
-        raise InputError("chunk", chunk, "a whole number >= 1 or None")
+    if chunk is not None:
+        require_int("chunk", chunk, 1)
     mesh = None if devices is None else batch_mesh(devices)
     return _run_chunks(world.env, world.protocol, pol, params, q0, qd0, keys, exc, record, chunk, mesh)
 

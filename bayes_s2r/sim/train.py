@@ -27,7 +27,7 @@ import numpy as np
 import optax
 
 from bayes_s2r.distributed.devices import batch_mesh
-from bayes_s2r.errors import InputError
+from bayes_s2r.errors import InputError, require_int, require_positive
 from bayes_s2r.sim.params import DRSpec, broadcast_params, sample_params
 from bayes_s2r.sim.rollout import LinearPolicy, _run_chunks, sample_init
 from bayes_s2r.sim.world import World, make_world
@@ -71,15 +71,11 @@ class TrainResult(NamedTuple):
 
 def _check_config(config: ESConfig) -> ESConfig:
     for f in ("population", "episodes", "iterations"):
-        v = getattr(config, f)
-        if isinstance(v, bool) or not isinstance(v, int) or v < (0 if f == "iterations" else 1):
-            raise InputError(f"es.{f}", v, "a positive whole number")
+        require_int(f"es.{f}", getattr(config, f), 0 if f == "iterations" else 1)
     if config.population % 2:
         raise InputError("es.population", config.population, "an even number (antithetic pairs)")
     for f in ("sigma", "learning_rate"):
-        v = getattr(config, f)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-            raise InputError(f"es.{f}", v, "a number > 0")
+        require_positive(f"es.{f}", getattr(config, f))
     return config
 
 
@@ -178,9 +174,7 @@ def train_cem(key: jax.Array, world: World, policy: LinearPolicy | None = None, 
     """
     config = config or CEMConfig()
     for f in ("population", "episodes", "elite", "iterations"):
-        v = getattr(config, f)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise InputError(f"cem.{f}", v, "a positive whole number")
+        require_int(f"cem.{f}", getattr(config, f), 1)
     if config.elite > config.population:
         raise InputError("cem.elite", config.elite, f"at most the population ({config.population})")
     start = time.perf_counter()

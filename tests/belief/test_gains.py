@@ -54,9 +54,9 @@ def test_unseen_candidate_gets_group_predictive_and_tightens(pooled_fits):
 
 def test_same_seed_same_draws_and_no_retrace(pooled_fits, gains_kit):
     pooled_evidence, pooled_candidates = gains_kit.evidence, gains_kit.candidates
-    before = fit_module.TRACE_COUNT["nuts"]
+    before = fit_module._nuts_compiled.cache_info().misses
     again = fit_gains(pooled_evidence(400), pooled_candidates(), seed=0, **FIT)
-    assert fit_module.TRACE_COUNT["nuts"] == before          # same shape: compiled sampler reused
+    assert fit_module._nuts_compiled.cache_info().misses == before  # same shape: compiled sampler reused
     np.testing.assert_array_equal(again.draws, pooled_fits[400].draws)
     other = fit_gains(pooled_evidence(400), pooled_candidates(), seed=1, **FIT)
     assert not np.array_equal(other.draws, again.draws)
