@@ -1,6 +1,7 @@
 """bayes_s2r: which sim-to-real intervention should the next unit of budget go to?
 
-Every public name is importable from here. The vocabulary is imported at once; names from
+The public API (DESIGN.md §3, and what running a campaign needs) is importable from here;
+the rest lives in the subpackages. The vocabulary is imported at once; names from
 the subpackages that pull in JAX, NumPyro and ArviZ are imported on first use, so that
 `import bayes_s2r` (and the `bayes-s2r ledger` commands) start fast.
 """
@@ -17,7 +18,6 @@ from bayes_s2r.vocab import (
     PolicyInterface,
     ResourceWeights,
     check_shared_interface,
-    validate_candidates,
 )
 
 try:
@@ -25,28 +25,25 @@ try:
 except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0"
 
-# name -> subpackage that defines it (each subpackage's own __all__; a test keeps them equal)
+# name -> subpackage that defines it. The contract of DESIGN.md §3 and what a user needs to
+# run a campaign; everything else stays in its subpackage (`bayes_s2r.evidence.DecisionRecord`).
 _LAZY = {
     **dict.fromkeys([
-        "RECORD_TYPES", "DecisionRecord", "DeploymentEval", "ExecutionOutcome", "PairedEval",
-        "PairedReturns", "RealizedCost", "Record", "SensitivityTrial", "SystemIdRecord",
-        "record_from_dict", "Ledger", "ImportResult", "load_candidates", "dump_candidates",
+        "DeploymentEval", "ExecutionOutcome", "PairedEval", "PairedReturns", "SensitivityTrial",
+        "Ledger", "load_candidates",
     ], "bayes_s2r.evidence"),
     **dict.fromkeys([
-        "BinomialPairedOutcome", "GaussianOutcome", "NoOutcome", "SafetyProbe", "GainBelief", "GainPrior", "GainPriorFit",
-        "fit_gain_prior",
-        "fit_gains", "prepare_gains", "outcome_from_mapping", "DeploymentRisk", "RiskBelief",
-        "RiskPrior", "clopper_pearson_ucb", "fit_deploy_risk", "fit_exec_risk",
-        "SensitivityBelief", "SensitivityData", "fit_sensitivity", "prepare_sensitivity",
+        "BinomialPairedOutcome", "GaussianOutcome", "SafetyProbe", "GainBelief", "GainPrior",
+        "fit_gain_prior", "fit_gains", "RiskBelief", "clopper_pearson_ucb", "fit_deploy_risk",
+        "fit_exec_risk", "fit_sensitivity",
     ], "bayes_s2r.belief"),
     **dict.fromkeys([
         "decide", "Decision", "DecideConfig", "HeadroomTransition", "NoTransition",
-        "lookahead_trace_count",
     ], "bayes_s2r.decision"),
     **dict.fromkeys([
-        "STRATEGY_IDS", "CampaignConfig", "CampaignState", "Choice", "Execution", "Executor",
-        "RoundReport", "RoundSummary", "SyntheticExecutor", "SyntheticWorld", "executor_memory",
-        "load_state", "make_chooser", "resume_campaign", "run_campaign", "run_round", "start_campaign",
+        "CampaignConfig", "Execution", "Executor", "SyntheticExecutor", "SyntheticWorld",
+        "executor_memory", "load_state", "make_chooser", "resume_campaign", "run_campaign",
+        "run_round", "start_campaign",
     ], "bayes_s2r.campaign"),
     "make_report": "bayes_s2r.report",
 }
@@ -60,7 +57,6 @@ __all__ = [  # noqa: PLE0604 (the lazy names are strings: the keys of _LAZY)
     "PolicyInterface",
     "ResourceWeights",
     "check_shared_interface",
-    "validate_candidates",
     *_LAZY,
 ]
 

@@ -1,4 +1,4 @@
-"""The public API: every name of DESIGN.md §3 is importable from `bayes_s2r`."""
+"""The public API: the names of DESIGN.md §3 and what a campaign needs, importable from `bayes_s2r`."""
 
 import importlib
 import subprocess
@@ -14,19 +14,34 @@ CONTRACT = [
 ]
 
 
-def test_contract_names_are_exported():
-    for name in CONTRACT:
-        assert name in bs.__all__, name
+#: Beyond the contract: what a user needs to price, fit, decide and run a campaign.
+USER = [
+    "PairedReturns", "load_candidates", "SafetyProbe", "GainPrior", "fit_gain_prior",
+    "fit_deploy_risk", "DecideConfig", "HeadroomTransition", "NoTransition", "CampaignConfig",
+    "Execution", "Executor", "SyntheticExecutor", "SyntheticWorld", "executor_memory", "load_state",
+    "make_chooser", "resume_campaign", "run_campaign", "run_round", "start_campaign",
+]
+
+
+def test_all_is_the_contract_and_what_a_user_needs():
+    assert sorted(bs.__all__) == sorted({"__version__", *CONTRACT, *USER})
+    for name in bs.__all__:
         assert getattr(bs, name) is not None
 
 
-def test_lazy_table_matches_each_subpackage_all():
-    for sub in ("evidence", "belief", "decision", "campaign"):
-        module = importlib.import_module(f"bayes_s2r.{sub}")
-        lazy = {n for n, m in bs._LAZY.items() if m == module.__name__}
-        assert lazy == set(module.__all__), sub
-        for name in module.__all__:
-            assert getattr(bs, name) is getattr(module, name)
+def test_internals_stay_in_their_subpackages():
+    from bayes_s2r.belief import SensitivityData, prepare_gains
+
+    for name in ("lookahead_trace_count", "prepare_gains", "SensitivityData", "validate_candidates"):
+        assert name not in bs.__all__
+    assert prepare_gains is not None and SensitivityData is not None
+
+
+def test_lazy_names_come_from_their_subpackage():
+    for name, module_name in bs._LAZY.items():
+        module = importlib.import_module(module_name)
+        assert name in module.__all__, name
+        assert getattr(bs, name) is getattr(module, name)
 
 
 def test_input_error_is_a_value_error():

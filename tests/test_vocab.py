@@ -19,6 +19,7 @@ from bayes_s2r.vocab import (
     PolicyInterface,
     ResourceWeights,
     check_shared_interface,
+    validate_candidates,
 )
 
 BAD_AMOUNTS = [-1, -0.5, math.nan, math.inf, -math.inf, "1", None, True, [1.0]]
@@ -169,15 +170,15 @@ def test_validate_candidates_checks_the_set():
     a = Candidate("dr", "adaptation", "data")
     probe = Candidate("probe", "diagnosis", "data", observes="dr")
     sweep = Candidate("sweep", "diagnosis", "model", observes="sensitivity:mass")
-    assert bs.validate_candidates([a, probe, sweep]) == (a, probe, sweep)
+    assert validate_candidates([a, probe, sweep]) == (a, probe, sweep)
     with pytest.raises(InputError, match=r"candidates\[2\]\.name='dr': expected a name not used"):
-        bs.validate_candidates([a, probe, Candidate("dr", "adaptation", "model")])
+        validate_candidates([a, probe, Candidate("dr", "adaptation", "model")])
     with pytest.raises(InputError, match=r"candidates\[0\]\.observes='dr'"):
-        bs.validate_candidates([probe])
+        validate_candidates([probe])
     with pytest.raises(InputError, match=r"candidates\[1\]=.*a Candidate"):
-        bs.validate_candidates([a, "sweep"])
+        validate_candidates([a, "sweep"])
     with pytest.raises(InputError, match="at least one candidate"):
-        bs.validate_candidates([])
+        validate_candidates([])
 
 
 # ----------------------------------------------------------------------------- PolicyInterface

@@ -13,6 +13,7 @@ import pytest
 from campaign_fixtures import synthetic_candidates, synthetic_config, synthetic_world
 
 import bayes_s2r as bs
+from bayes_s2r.evidence import DecisionRecord, RealizedCost
 
 FAST_FIT = {"svi_steps": 400}
 
@@ -44,9 +45,9 @@ def test_campaign_stops_with_a_deployment_check(finished):
 
 def test_every_round_is_recorded_and_the_budget_only_shrinks(finished):
     ledger, state, reports = finished
-    decisions = ledger.records(bs.DecisionRecord)
+    decisions = ledger.records(DecisionRecord)
     assert [d.round for d in decisions] == list(range(len(decisions)))
-    costs = ledger.records(bs.RealizedCost)
+    costs = ledger.records(RealizedCost)
     executed = [d for d in decisions if d.chosen is not None]
     assert len(costs) == len(executed)
     spent = sum((bs.Cost(c.real, c.compute, c.eng) for c in costs), bs.Cost())
@@ -57,7 +58,7 @@ def test_every_round_is_recorded_and_the_budget_only_shrinks(finished):
 
 def test_believed_and_realized_gains_are_kept_apart(finished):
     ledger, _, _ = finished
-    for d in ledger.records(bs.DecisionRecord):
+    for d in ledger.records(DecisionRecord):
         if d.chosen is None:
             continue
         row = next(r for r in d.payload()["table"] if r["name"] == d.chosen)
@@ -71,7 +72,7 @@ def test_believed_and_realized_gains_are_kept_apart(finished):
 def test_a_non_repeatable_candidate_runs_once(tmp_path):
     ledger, _state, _ = _run(tmp_path / "c.sqlite", max_rounds=4,
                             weights=bs.ResourceWeights(real=0.0, compute=0.02, eng=0.0))
-    chosen = [d.chosen for d in ledger.records(bs.DecisionRecord)]
+    chosen = [d.chosen for d in ledger.records(DecisionRecord)]
     assert chosen.count("si_once") <= 1
 
 

@@ -5,6 +5,7 @@ from campaign_fixtures import synthetic_candidates, synthetic_config
 
 import bayes_s2r as bs
 from bayes_s2r.campaign.state import init_campaign, load_state
+from bayes_s2r.evidence import DecisionRecord, RealizedCost
 
 
 def test_config_round_trips_through_a_dict():
@@ -36,9 +37,9 @@ def test_state_is_rebuilt_from_the_ledger(tmp_path):
     # A completed round's realized cost is deducted; one beyond the completed mark is not.
     with ledger.transaction():
         ledger.add_many([
-            bs.DecisionRecord(round=0, chosen="si_once", table=[{"name": "si_once", "mu_dJ": 0.1}]),
-            bs.RealizedCost("si_once", round=0, real=0.5, eng=2.0),
-            bs.RealizedCost("dr_wide", round=1, compute=4.0),
+            DecisionRecord(round=0, chosen="si_once", table=[{"name": "si_once", "mu_dJ": 0.1}]),
+            RealizedCost("si_once", round=0, real=0.5, eng=2.0),
+            RealizedCost("dr_wide", round=1, compute=4.0),
         ])
         ledger.set_meta("campaign.last_completed_round", 0)
     state = load_state(ledger)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import bayes_s2r as bs
+from bayes_s2r.belief import NoOutcome
 
 
 def test_toy_mv_and_u0_rank_differently(toy, jit_mode):
@@ -130,7 +131,7 @@ def test_no_outcome_carries_no_information(jit_mode):
     belief = bs.GainBelief.from_gaussian(["x", "y"], [0.05, 0.04], [0.03, 0.03], num_draws=2000)
     cands = [bs.Candidate("x", "adaptation", "data", cost=bs.Cost(compute=0.1)),
              bs.Candidate("y", "adaptation", "data", cost=bs.Cost(compute=0.1)),
-             bs.Candidate("look", "diagnosis", "data", observes="x", outcome=bs.NoOutcome())]
+             bs.Candidate("look", "diagnosis", "data", observes="x", outcome=NoOutcome())]
     d = bs.decide(belief, cands, bs.Budget(1, 10, 1), bs.ResourceWeights(), cvu_samples=32)
     assert d.table.loc["look", "CVU"] == pytest.approx(0.0, abs=1e-6)
     assert d.table.loc["look", "cvu_se"] == pytest.approx(0.0, abs=1e-7)

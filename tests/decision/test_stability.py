@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import bayes_s2r as bs
+from bayes_s2r.evidence import DecisionRecord
 
 
 def test_p_best_matches_an_independent_count(toy, jit_mode):
@@ -161,13 +162,13 @@ def test_record_and_text(toy):
                                   outcome=bs.GaussianOutcome(0.02), cost=bs.Cost(compute=0.3))]
     d = bs.decide(belief, cands, budget, weights, cvu_samples=32, seed=5)
     rec = d.to_record(round=3)
-    assert isinstance(rec, bs.DecisionRecord) and rec.round == 3 and rec.chosen == d.best and rec.seed == 5
+    assert isinstance(rec, DecisionRecord) and rec.round == 3 and rec.chosen == d.best and rec.seed == 5
     payload = rec.to_dict()
     json.dumps(payload, allow_nan=False)
     rows = {r["name"]: r for r in payload["table"]}
     assert rows["probe"]["MV"] is None and rows["probe"]["mu_dJ"] == 0.0
     assert payload["extra"]["utility"] == "mean"
-    again = bs.DecisionRecord.from_dict(payload)
+    again = DecisionRecord.from_dict(payload)
     assert again.id == rec.id
     text = d.text()
     for piece in ("U0", "CVU", "Q", "Chosen: dr_wide", "probe", "Weight robustness"):

@@ -10,7 +10,7 @@ import bayes_s2r as bs
 from bayes_s2r.errors import InputError
 from bayes_s2r.evidence import ledger as ledger_mod
 from bayes_s2r.evidence.ledger import MIGRATIONS, SCHEMA_VERSION, Ledger, Migration, migrate
-from bayes_s2r.evidence.records import ExecutionOutcome, PairedEval, SensitivityTrial
+from bayes_s2r.evidence.records import ExecutionOutcome, PairedEval, Record, SensitivityTrial
 
 from .strategies import raw_content
 
@@ -107,7 +107,7 @@ def test_meta_is_transactional_json(path):
 
 def test_records_kind_argument_is_validated(path):
     with Ledger(path) as ledger:
-        for bad in ("nope", 3, int, bs.Record):
+        for bad in ("nope", 3, int, Record):
             with pytest.raises(InputError, match="kind"):
                 ledger.records(bad)
 

@@ -1,6 +1,7 @@
 """A decision saved with `Decision.to_record` reads back in the report, old rows included."""
 
 import bayes_s2r as bs
+from bayes_s2r.evidence import DecisionRecord
 from bayes_s2r.report import data as rd
 
 
@@ -30,7 +31,7 @@ def test_rows_of_older_records_keyed_candidate_still_read():
              "Q": 0.05, "feasible": True, "ucb_exec": None},
             {"candidate": "ft_real", "role": "adaptation", "mu_dJ": 0.2, "U0": 0.01, "CVU": 0.0,
              "Q": 0.01, "feasible": False, "ucb_exec": 0.9}]
-    rec = bs.DecisionRecord(round=0, chosen="dr_wide", stop_reason=None, table=rows)
+    rec = DecisionRecord(round=0, chosen="dr_wide", stop_reason=None, table=rows)
     table = rd.decision_table(rec)
     assert table.loc["dr_wide", "Q"] == 0.05 and not table.loc["ft_real", "feasible"]
     assert rd.load_report_data([rec]).robot_touching() == ["ft_real"]
