@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ __all__ = ["DIAGNOSTIC_THRESHOLDS", "GainBelief", "check_gain_range", "diagnose_
 
 # A belief is ok when every check passes; the thresholds follow current practice
 # (Vehtari et al. 2021: R-hat <= 1.01 and bulk/tail ESS >= 100 per chain-ish).
-DIAGNOSTIC_THRESHOLDS = {"rhat_max": 1.01, "ess_min": 400.0, "divergences": 0}
+DIAGNOSTIC_THRESHOLDS = MappingProxyType({"rhat_max": 1.01, "ess_min": 400.0, "divergences": 0})
 
 
 def _names(names: Sequence[str]) -> tuple[str, ...]:
