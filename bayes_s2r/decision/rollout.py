@@ -21,7 +21,9 @@ its candidate's gate in the scenarios where it would pass the gate.
 
 Base policy: Weitzman's index rule on that belief. Each decision tries the untried feasible
 adaptation with the largest reservation value z (`index.gaussian_reservation`, E[(ΔJ − z)^+]
-= C_λ under the belief's mean and sd) and stops once no z is above 0. A try is kept when its
+= C_λ under the belief's mean and sd) and stops once no z is above 0. A candidate shut by the
+safety gate competes through its probe, with the probe's price divided by its chance to open
+the gate added to its own; picking it runs the probe, which opens the gate or not. A try is kept when its
 evaluation (true gain plus the evaluation's noise) shows an improvement, as in the campaign;
 then J, the true gains and the believed gains move by the transition rule. The budget is
 deducted, prices follow scarcity, and an unaffordable, gated or tried candidate is skipped.
@@ -68,6 +70,8 @@ class RolloutArrays(NamedTuple):
         gated: [Mb] adaptations shut only by the execution-safety gate.
         probe_target: [Mb] the candidate whose gate each safety probe may open (−1: none).
         opens: [K, Mb] whether probe m's simulated outcome in scenario j passes the gate.
+        probe_of: [Mb] a feasible safety probe of each gated candidate (−1: none).
+        open_rate: [Mb] the chance that probe to open the gate (its share of the scenarios).
     """
 
     cost: jax.Array
@@ -79,6 +83,8 @@ class RolloutArrays(NamedTuple):
     gated: jax.Array
     probe_target: jax.Array
     opens: jax.Array
+    probe_of: jax.Array
+    open_rate: jax.Array
 
 
 def probe_openings(problem: Problem, candidates: tuple[Candidate, ...], risk: Any, config: DecideConfig,
@@ -128,6 +134,10 @@ def rollout_arrays(problem: Problem, candidates: tuple[Candidate, ...], budget: 
     target, opens = probe_openings(problem, candidates, risk, config, config.cvu_samples, config.seed)
     opens_pad = np.zeros((config.cvu_samples, mb), bool)
     opens_pad[:, :m] = opens
+    probe_of = np.full(mb, -1, np.int32)
+    open_rate = np.zeros(mb, np.float32)
+    for p in np.flatnonzero((target >= 0) & problem.feasible):
+        probe_of[target[p]], open_rate[target[p]] = p, opens[:, p].mean()
     scarcity = float(weights.scarcity) if reference is not None else 0.0
     ref = reference.as_array() if reference is not None else np.ones(3)
     return RolloutArrays(
@@ -137,6 +147,7 @@ def rollout_arrays(problem: Problem, candidates: tuple[Candidate, ...], budget: 
         scarcity=jnp.float32(scarcity),
         base_ok=jnp.asarray(pad(adapt & problem.safe)), gated=jnp.asarray(pad(adapt & ~problem.safe)),
         probe_target=jnp.asarray(pad(target, -1)), opens=jnp.asarray(opens_pad),
+        probe_of=jnp.asarray(probe_of), open_rate=jnp.asarray(open_rate),
     )
 
 
@@ -156,6 +167,7 @@ class _Walk(NamedTuple):
     var: jax.Array
     budget: jax.Array
     avail: jax.Array  # [Mb] may still be tried
+    gated: jax.Array  # [Mb] shut, with a safety probe not yet run
     alive: jax.Array  # the base policy has not stopped
     value: jax.Array  # realized gains minus priced costs so far
 
@@ -170,15 +182,29 @@ def _keep_gain(rule, walk: _Walk, pick, keep):
         mean=jnp.where(keep, mean_t, walk.mean), var=jnp.where(keep, var_t, walk.var))
 
 
-def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk, noise, *, adopt: bool):
-    """The index policy's return in one scenario: `noise` [H] standard normals, one per decision."""
+def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk, noise, opens, *, adopt: bool):
+    """The index policy's return in one scenario: `noise` [H] standard normals, one per
+    decision; `opens` [Mb] whether each probe would open its gate in this scenario.
+
+    A gated candidate with a probe competes with the probe's price spread over its chance
+    to open the gate; picking it runs the probe, which opens the gate or not.
+    """
+    rows = jnp.arange(walk.avail.shape[0])
+    probe = jnp.maximum(ro.probe_of, 0)
 
     def step(w: _Walk, eps):
         price = _prices(ro, w.budget)
-        ok = w.avail & jnp.all(ro.cost <= w.budget[None, :] + 1e-9, axis=1)
-        z = jnp.where(ok, gaussian_reservation(w.mean, jnp.sqrt(jnp.maximum(w.var, 0.0)), price), -jnp.inf)
-        pick = jnp.argmax(z)
-        go = w.alive & (z[pick] > 0)
+        afford = jnp.all(ro.cost <= w.budget[None, :] + 1e-9, axis=1)
+        ok = w.avail & afford
+        can_probe = w.gated & (ro.probe_of >= 0) & afford & afford[probe]
+        sd = jnp.sqrt(jnp.maximum(w.var, 0.0))
+        z = gaussian_reservation(w.mean, sd, price)
+        z_probe = gaussian_reservation(w.mean, sd, price + price[probe] / jnp.maximum(ro.open_rate, 1e-3))
+        score = jnp.where(ok, z, jnp.where(can_probe, z_probe, -jnp.inf))
+        pick = jnp.argmax(score)
+        go = w.alive & (score[pick] > 0)
+        probing = go & ~ok[pick]
+        trying = go & ~probing
         g = w.theta[pick]
         # the try's paired evaluation: successes beyond the control's, with its sampling noise
         n = jnp.maximum(arr.a[pick], 1.0)
@@ -186,12 +212,15 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk
         sd_binom = jnp.sqrt((p1 * (1 - p1) + w.j * (1 - w.j)) / n)
         seen = jnp.where(arr.kind[pick] == 2, g - 0.5 / n + sd_binom * eps,
                          jnp.where(arr.kind[pick] == 1, g + arr.a[pick] * eps, g))
-        keep = go & ((seen > 0) if adopt else True)
+        keep = trying & ((seen > 0) if adopt else True)
         w = _keep_gain(rule, w, pick, keep)
+        spent = jnp.where(probing, probe[pick], pick)
+        here = rows == pick
         return w._replace(
-            budget=jnp.where(go, w.budget - ro.cost[pick], w.budget),
-            avail=w.avail & ~(go & (jnp.arange(w.avail.shape[0]) == pick)),
-            alive=go, value=w.value + jnp.where(go, jnp.where(keep, g, 0.0) - price[pick], 0.0)), None
+            budget=jnp.where(go, w.budget - ro.cost[spent], w.budget),
+            avail=jnp.where(here, jnp.where(probing, opens[probe[pick]], w.avail & ~trying), w.avail),
+            gated=w.gated & ~(here & probing), alive=go,
+            value=w.value + jnp.where(go, jnp.where(keep, g, 0.0) - price[spent], 0.0)), None
 
     walk, _ = jax.lax.scan(step, walk, noise)
     return walk.value
@@ -224,15 +253,15 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
         kept = _adopts(tm, arr, y, adopt)
 
         def after(m):  # the state once m has run, in this scenario
-            opened = ro.gated & (rows == ro.probe_target[m]) & opens[m]
+            probed = rows == ro.probe_target[m]
             start = _Walk(j=j_now, theta=theta, mean=mean[m], var=var[m], budget=ro.budget - ro.cost[m],
-                          avail=(ro.base_ok | opened) & (rows != m), alive=jnp.bool_(True), value=jnp.float32(0.0))
-            start = _keep_gain(rule, start._replace(mean=start.mean.at[m].set(mean[m, m])), m, kept[m])
-            return walk_value(start, noise)
+                          avail=(ro.base_ok | (ro.gated & probed & opens[m])) & (rows != m),
+                          gated=ro.gated & ~probed, alive=jnp.bool_(True), value=jnp.float32(0.0))
+            return walk_value(_keep_gain(rule, start, m, kept[m]), noise, opens)
 
         null = _Walk(j=j_now, theta=theta, mean=tm.mu0, var=tm.var0, budget=ro.budget, avail=ro.base_ok,
-                     alive=jnp.bool_(True), value=jnp.float32(0.0))
-        return jax.vmap(after)(rows), walk_value(null, noise), ess, collapsed.astype(jnp.float32)
+                     gated=ro.gated, alive=jnp.bool_(True), value=jnp.float32(0.0))
+        return jax.vmap(after)(rows), walk_value(null, noise, opens), ess, collapsed.astype(jnp.float32)
 
     plan = (idx, eps_all, u_all, ro.opens, noise_all)
     v, v_null, ess, collapsed = jax.lax.map(scenario, plan, batch_size=batch)  # [K, Mb], [K]

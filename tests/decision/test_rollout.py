@@ -87,7 +87,9 @@ def test_a_probe_is_bought_when_the_feasibility_it_opens_is_worth_its_cost(conti
     assert t.loc["probe_ft", "ucb_exec"] == pytest.approx(0.01)
     if continuation == "rollout":
         assert d.best == "probe_ft"
-        assert t.loc["probe_ft", "CVU"] > 0.1  # the chance it opens ft, times what ft is worth
+        # what ft is worth once open, in the scenarios where the probe opens it, is in the rule's
+        # value of acting: U0 + E[V] of the probe is far above its price
+        assert t.loc["probe_ft", "Q"] + d.g0_null > 0.1
     else:  # the one-step G0 cannot see what a probe opens
         assert t.loc["probe_ft", "CVU"] == pytest.approx(0.0, abs=1e-6)
         assert d.best != "probe_ft"

@@ -1,0 +1,159 @@
+"""Allocation quality on random worlds: does the rule beat the alternatives on worlds nobody tuned it to?
+
+Every strategy of `bayes_s2r.campaign.strategies` runs full campaigns through the library's
+own loop (`run_campaign` with `make_chooser`: its ledger, fits, adoption rule and deployment
+check) on worlds drawn from the families of `worlds.py`, with the same candidates, budget,
+prices and seeds. The executor is synthetic (binomial evaluations around the true gains,
+no physics), so a table takes minutes. Campaigns start with no execution evidence.
+
+Per family and strategy: mean net utility (final J − λ0·spent), final J, spending per
+resource, unsafe episodes per campaign while executing candidates (and, apart, unsafe
+events a safety probe's supervised runs caught), rounds, and the 95% paired t-interval
+over worlds of each strategy's net utility minus the rule's (`q_cvu`). `gap_closed` is the
+share of the gap, on net utility, from the best non-oracle strategy with no more unsafe
+episodes than the rule to `oracle_safe` that the rule closes.
+
+    python benchmarks/bench_worlds.py                                   # small: 2 families, 4 worlds
+    python benchmarks/bench_worlds.py --families all --worlds 200 --jobs 2 --out benchmarks/results/worlds.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common
+import numpy as np
+import worlds as W
+
+ORACLES = ("oracle", "oracle_safe")
+DEFAULT_STRATEGIES = ("q_cvu", "q_beta0", "mv_greedy", "thompson", "pandora", "round_robin", "dr_only",
+                      "si_then_dr", "dr_then_ft", "oracle_safe")
+
+
+def run_world(task: tuple) -> list[dict]:
+    """Every strategy's campaign on one world; one row per strategy."""
+    family, seed, strategies, max_rounds, overrides = task
+    import bayes_s2r as bs
+    from bayes_s2r.campaign.strategies import make_chooser
+    from bayes_s2r.evidence.records import DecisionRecord, ExecutionOutcome
+
+    world = W.draw_world(W.FAMILIES[family], seed)
+    rows = []
+    for strategy in strategies:
+        executor = W.WorldExecutor(world)
+        with tempfile.TemporaryDirectory() as tmp:
+            ledger = bs.Ledger(os.path.join(tmp, "campaign.sqlite"))
+            config = W.campaign_config(world, max_rounds=max_rounds, seed=seed, **overrides)
+            bs.start_campaign(ledger, world.candidates, config, executor)
+            chooser = make_chooser(strategy, true_gains=executor.true_gains)
+            t0 = time.perf_counter()
+            state = bs.run_campaign(ledger, executor, chooser=chooser)
+            seconds = time.perf_counter() - t0
+            chosen = {r.round: r.chosen for r in ledger.records(DecisionRecord)}
+            probes = {c.name for c in world.candidates if c.observed_safety is not None}
+            unsafe = probe_unsafe = 0
+            for r in ledger.records(ExecutionOutcome):
+                if chosen.get(r.round) in probes:
+                    probe_unsafe += r.unsafe
+                else:
+                    unsafe += r.unsafe
+            memory = bs.executor_memory(ledger)
+            final_J = float(memory.get("policies", {}).get(state.policy, {}).get("J", world.start_J))
+            spent = world.budget.as_array() - state.budget.as_array()
+            ledger.close()
+        rows.append({
+            "family": family, "world": seed, "strategy": strategy, "final_J": final_J,
+            "net_utility": W.net_utility(final_J, bs.Cost(*np.maximum(spent, 0.0))),
+            "spent": dict(zip(("real", "compute", "eng"), map(float, spent), strict=True)),
+            "unsafe": unsafe, "probe_unsafe": probe_unsafe, "rounds": len(state.history),
+            "path": [h.chosen for h in state.history], "seconds": seconds, "start_J": world.start_J,
+        })
+    return rows
+
+
+def summarize(rows: list[dict], strategies: tuple[str, ...]) -> dict:
+    """Per strategy over the worlds: means, paired intervals against q_cvu, and the gap closed."""
+    worlds = sorted({r["world"] for r in rows})
+    by = {(r["world"], r["strategy"]): r for r in rows}
+    ref = np.array([by[w, "q_cvu"]["net_utility"] for w in worlds]) if "q_cvu" in strategies else None
+    out = {}
+    for s in strategies:
+        net = np.array([by[w, s]["net_utility"] for w in worlds])
+        row = {
+            "net_utility_mean": float(net.mean()),
+            "final_J_mean": float(np.mean([by[w, s]["final_J"] for w in worlds])),
+            "unsafe_mean": float(np.mean([by[w, s]["unsafe"] for w in worlds])),
+            "probe_unsafe_mean": float(np.mean([by[w, s]["probe_unsafe"] for w in worlds])),
+            "rounds_mean": float(np.mean([by[w, s]["rounds"] for w in worlds])),
+            "spent_mean": {k: float(np.mean([by[w, s]["spent"][k] for w in worlds])) for k in ("real", "compute", "eng")},
+            "seconds_mean": float(np.mean([by[w, s]["seconds"] for w in worlds])),
+        }
+        if ref is not None and s != "q_cvu":
+            lo, hi = common.t_interval(net - ref)
+            row["minus_q_cvu"] = {"mean": float((net - ref).mean()), "ci95": [lo, hi]}
+        out[s] = row
+    if "q_cvu" in out and "oracle_safe" in out:
+        q = out["q_cvu"]
+        pool = {s: r for s, r in out.items() if s not in ORACLES and s != "q_cvu" and r["unsafe_mean"] <= q["unsafe_mean"]}
+        if pool:
+            best = max(pool, key=lambda s: pool[s]["net_utility_mean"])
+            denom = out["oracle_safe"]["net_utility_mean"] - pool[best]["net_utility_mean"]
+            out["_gap"] = {"best_rival": best, "gap_closed": (q["net_utility_mean"] - pool[best]["net_utility_mean"])
+                           / denom if denom > 1e-9 else None}
+    return out
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--families", default="easy,needle", help="comma-separated family ids, or 'all'")
+    p.add_argument("--worlds", type=int, default=4, help="worlds per family (seeds 0..N-1)")
+    p.add_argument("--first-world", type=int, default=0)
+    p.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES))
+    p.add_argument("--rounds", type=int, default=4, help="round limit of every campaign")
+    p.add_argument("--continuation", default=None, help="override the campaign's continuation (g0|rollout)")
+    p.add_argument("--gain-prior", choices=("history", "library"), default="history",
+                   help="history: each family's team prior fitted from past campaigns on other worlds of it "
+                        "(worlds.team_prior); library: the library's default GainPrior")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes")
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    families = list(W.FAMILIES) if args.families == "all" else args.families.split(",")
+    for f in families:
+        if f not in W.FAMILIES:
+            p.error(f"--families: {f!r} is not one of {sorted(W.FAMILIES)}")
+    strategies = tuple(args.strategies.split(","))
+    overrides = {} if args.continuation is None else {"continuation": args.continuation}
+    priors = {f: W.team_prior(W.FAMILIES[f]) if args.gain_prior == "history" else None for f in families}
+    tasks = [(f, seed, strategies, args.rounds,
+              {**overrides, **({"fit_options": {"prior": priors[f]}} if priors[f] else {})})
+             for f in families for seed in range(args.first_world, args.first_world + args.worlds)]
+    t0 = time.perf_counter()
+    if args.jobs > 1:
+        with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+            parts = pool.map(run_world, tasks, chunksize=1)
+    else:
+        parts = [run_world(t) for t in tasks]
+    rows = [r for part in parts for r in part]
+    summary = {f: summarize([r for r in rows if r["family"] == f], strategies) for f in families}
+    result = {
+        "benchmark": "worlds", "machine": common.machine(),
+        "settings": {"families": families, "worlds": args.worlds, "first_world": args.first_world,
+                     "strategies": list(strategies), "rounds": args.rounds, "prices": W.PRICES,
+                     "overrides": overrides, "gain_prior": args.gain_prior, "team_priors": priors, "command": "python benchmarks/bench_worlds.py " + " ".join(
+                         argv if argv is not None else sys.argv[1:]),
+                     "wall_seconds": time.perf_counter() - t0},
+        "summary": summary, "rows": rows,
+    }
+    return common.emit(result, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+"""Random worlds for the allocation benchmark: a documented generator of world families.
+
+A world is a set of candidates (adaptations with their own costs in the three budgets,
+optional pilots and safety probes) and the hidden truth the campaign cannot see: each
+adaptation's lift, pairwise synergy or conflict, repeat value, and each robot-touching
+candidate's unsafe rate. The truth follows the headroom model of `SyntheticWorld`: an
+adaptation with lift ℓ ≥ 0 applied to a policy at J adds ℓ·(1 − J), one with ℓ < 0 takes
+|ℓ|·J away; a pair (a, c) with interaction f multiplies c's lift by f once a is in the
+deployed policy's lineage (f > 1 synergy, f < 1 conflict); a repeat of c already in the
+lineage brings `repeat` × its lift. In the "pandora" mode every adaptation is trained from
+the starting policy instead, so tries are alternatives and the best one is kept.
+
+Families (each a `Family`; `FAMILIES` below):
+
+| family     | what it is like                                                                 |
+| ---------- | ------------------------------------------------------------------------------- |
+| `easy`     | 5 adaptations, 1–2 fixes (lift 0.5–0.9), the rest small; ample budget           |
+| `needle`   | 6 adaptations, one fix among near-zero and harmful ones; budget for ~3 tries    |
+| `small`    | 6 adaptations, many small gains (lift 0–0.2), some harmful, no fix; scarce      |
+| `robot`    | the fix is often real fine-tuning, which needs robot hours, a safety probe and  |
+|            | sometimes is truly unsafe; pilots can measure costly candidates in simulation    |
+| `pandora`  | alternatives from the start policy, near-exact evaluations: Weitzman's setting   |
+
+Every campaign starts with no execution evidence: robot-touching candidates are shut by
+the gate until a probe (or a simulation-based risk prior) opens it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+import bayes_s2r as bs
+from bayes_s2r.campaign.executor import Execution
+from bayes_s2r.evidence.records import DeploymentEval, ExecutionOutcome, PairedEval
+
+#: λ0, the team's prices (J points per unit): a robot-hour 0.05, a compute unit 0.01, an engineer-hour 0.01.
+PRICES = {"real": 0.05, "compute": 0.01, "eng": 0.01}
+
+#: Per method: lens, (real, compute, eng) cost ranges, touches the robot, repeatable, repeat value.
+METHODS = {
+    "DR": ("data", ((0, 0), (0.5, 2.0), (1.0, 3.0)), False, False, 0.0),
+    "SI": ("model", ((0.1, 0.3), (0.2, 1.0), (2.0, 5.0)), False, False, 0.0),
+    "DA": ("representation", ((0, 0), (0.5, 1.5), (2.0, 4.0)), False, False, 0.0),
+    "FT": ("optimization", ((0.4, 0.8), (0.1, 0.3), (1.0, 2.0)), True, True, 0.4),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """How one family of worlds is drawn.
+
+    Attributes:
+        name: the family's id.
+        methods: the method of each adaptation, in candidate order.
+        fixes: (low, high) number of fixes, drawn uniformly.
+        fix_lift: (low, high) lift of a fix.
+        small_lift: (low, high) lift of the other adaptations.
+        harmful: chance that a non-fix is harmful, with lift −U(0.05, 0.3).
+        interaction: chance per ordered pair of a synergy (×1.5) or conflict (×0.3), half each.
+        fix_method: if set, the method a fix is drawn from with chance `fix_method_p`.
+        fix_method_p: see `fix_method`.
+        unsafe_p: chance that a robot-touching candidate is truly unsafe (rate U(0.05, 0.25));
+            otherwise its rate is U(0, 0.004).
+        start_J: (low, high) of the starting policy's J.
+        budget: the budget (real, compute, eng).
+        pilots: candidates with a pilot, a cheap simulation evaluation of their gain.
+        probes: add a safety probe for each robot-touching candidate.
+        episodes: episodes per arm of a paired evaluation.
+        pandora: tries are alternatives from the starting policy (see the module docstring).
+    """
+
+    name: str
+    methods: tuple[str, ...]
+    fixes: tuple[int, int] = (1, 2)
+    fix_lift: tuple[float, float] = (0.5, 0.9)
+    small_lift: tuple[float, float] = (-0.02, 0.08)
+    harmful: float = 0.2
+    interaction: float = 0.1
+    fix_method: str | None = None
+    fix_method_p: float = 0.0
+    unsafe_p: float = 0.25
+    start_J: tuple[float, float] = (0.2, 0.6)
+    budget: tuple[float, float, float] = (2.0, 8.0, 20.0)
+    pilots: tuple[str, ...] = ()
+    probes: bool = True
+    episodes: int = 48
+    pandora: bool = False
+
+
+FAMILIES = {
+    "easy": Family("easy", ("DR", "DR", "SI", "DA", "FT"), budget=(2.0, 10.0, 24.0)),
+    "needle": Family("needle", ("DR", "DR", "SI", "DA", "DA", "FT"), fixes=(1, 1), fix_lift=(0.6, 0.95),
+                     small_lift=(-0.03, 0.03), harmful=0.35, budget=(1.0, 6.0, 10.0)),
+    "small": Family("small", ("DR", "DR", "SI", "DA", "DA", "FT"), fixes=(0, 0), small_lift=(0.0, 0.2),
+                    harmful=0.25, budget=(1.2, 5.0, 10.0)),
+    "robot": Family("robot", ("DR", "SI", "DA", "FT", "FT"), fixes=(1, 1), fix_lift=(0.5, 0.9),
+                    fix_method="FT", fix_method_p=0.6, unsafe_p=0.3, budget=(1.4, 6.0, 12.0),
+                    pilots=("FT",)),
+    "pandora": Family("pandora", ("DR", "DR", "SI", "DA", "DA"), fixes=(0, 1), fix_lift=(0.3, 0.7),
+                      small_lift=(-0.1, 0.3), harmful=0.2, interaction=0.0, probes=False,
+                      budget=(0.0, 8.0, 9.0), episodes=2000, pandora=True),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class World:
+    """One drawn world: its candidates, budget and hidden truth."""
+
+    family: str
+    seed: int
+    candidates: tuple[bs.Candidate, ...]
+    budget: bs.Budget
+    start_J: float
+    lift: Mapping[str, float]
+    repeat: Mapping[str, float]
+    interaction: Mapping[tuple[str, str], float]
+    unsafe_rate: Mapping[str, float]
+    sim_risk: Mapping[str, tuple[float, float]]
+    pandora: bool
+
+    def true_gain(self, name: str, J: float, lineage: tuple[str, ...], start_J: float | None = None) -> float:
+        """ΔJ of running adaptation `name` on a policy at J with the given lineage."""
+        if self.pandora:  # an alternative trained from the start policy
+            J0 = self.start_J
+            lift = self.lift[name]
+            target = J0 + (lift * (1 - J0) if lift >= 0 else lift * J0)
+            return float(np.clip(target, 0, 1) - J)
+        lift = self.lift[name]
+        if name in lineage:
+            lift *= self.repeat.get(name, 0.0)
+        for a in lineage:
+            lift *= self.interaction.get((a, name), 1.0)
+        gain = lift * (1.0 - J) if lift >= 0 else lift * J
+        return float(np.clip(J + gain, 0.0, 1.0) - J)
+
+
+def _u(rng, pair):
+    return float(rng.uniform(*pair))
+
+
+def draw_world(family: Family, seed: int) -> World:
+    """Draw one world of `family` (same family and seed, same world)."""
+    rng = np.random.default_rng([seed, sum(map(ord, family.name))])
+    names, cands, lift, repeat, unsafe, sim_risk = [], [], {}, {}, {}, {}
+    counts: dict[str, int] = {}
+    for m in family.methods:
+        counts[m] = counts.get(m, 0) + 1
+        names.append(f"{m.lower()}_{counts[m]}" if family.methods.count(m) > 1 else m.lower())
+    n_fix = int(rng.integers(family.fixes[0], family.fixes[1] + 1))
+    pool = list(range(len(names)))
+    fixes = []
+    for _ in range(n_fix):
+        same = [i for i in pool if family.methods[i] == family.fix_method]
+        pick_from = same if same and rng.random() < family.fix_method_p else pool
+        i = int(rng.choice(pick_from))
+        fixes.append(i)
+        pool.remove(i)
+    for i, (name, m) in enumerate(zip(names, family.methods, strict=True)):
+        lens, ranges, robot, repeatable, rep = METHODS[m]
+        if i in fixes:
+            lift[name] = _u(rng, family.fix_lift)
+        elif rng.random() < family.harmful:
+            lift[name] = -_u(rng, (0.05, 0.3))
+        else:
+            lift[name] = _u(rng, family.small_lift)
+        repeat[name] = rep
+        cost = bs.Cost(*(round(_u(rng, r), 3) for r in ranges))
+        cands.append(bs.Candidate(name, "adaptation", lens, method=m, cost=cost, touches_robot=robot,
+                                  repeatable=repeatable and not family.pandora,
+                                  outcome=bs.BinomialPairedOutcome(episodes=family.episodes)))
+        if robot:
+            bad = rng.random() < family.unsafe_p
+            unsafe[name] = _u(rng, (0.05, 0.25)) if bad else _u(rng, (0.0, 0.004))
+            # 200 simulated executions at the true rate, each counted as a quarter of a real one
+            sim_unsafe = rng.binomial(200, min(1.0, unsafe[name]))
+            sim_risk[name] = (0.25 * sim_unsafe, 50.0)
+    interaction = {}
+    for a in names:
+        for c in names:
+            if a != c and rng.random() < family.interaction:
+                interaction[(a, c)] = 1.5 if rng.random() < 0.5 else 0.3
+    extra = []
+    for c in cands:
+        if c.method in family.pilots:
+            extra.append(bs.Candidate(f"pilot_{c.name}", "diagnosis", "data", method="pilot", observes=c.name,
+                                      cost=bs.Cost(0.0, 0.3, 0.5), outcome=bs.BinomialPairedOutcome(episodes=24)))
+        if c.touches_robot and family.probes:
+            extra.append(bs.Candidate(f"probe_{c.name}", "diagnosis", "optimization", method="probe",
+                                      observes=f"safety:{c.name}", touches_robot=True, repeatable=False,
+                                      cost=bs.Cost(0.1, 0.0, 0.5),
+                                      outcome=bs.SafetyProbe(executions=60, risk_bound=0.01)))
+    return World(family.name, seed, tuple(cands + extra), bs.Budget(*family.budget), _u(rng, family.start_J),
+                 lift, repeat, interaction, unsafe, sim_risk, family.pandora)
+
+
+#: Worlds of a family that past campaigns ran on: seeds from here on are never benchmark worlds.
+HISTORY_SEED = 100_000
+
+
+def history(family: Family, campaigns: int = 12) -> list[list[PairedEval]]:
+    """Past campaigns of a team on other worlds of `family`: on each, one paired evaluation of
+    every adaptation from the starting policy (the family's episodes per arm)."""
+    out = []
+    for i in range(campaigns):
+        world = draw_world(family, HISTORY_SEED + i)
+        rng = np.random.default_rng([HISTORY_SEED, i])
+        n = min(family.episodes, 48)
+        j0 = world.start_J
+        out.append([PairedEval(c.name, int(rng.binomial(n, j0 + world.true_gain(c.name, j0, ()))), n,
+                               int(rng.binomial(n, j0)), n, policy="pi0")
+                    for c in world.candidates if c.role == "adaptation"])
+    return out
+
+
+def team_prior(family: Family) -> dict:
+    """The gain prior a team with `history(family)` behind it brings (`bs.fit_gain_prior`)."""
+    fit = bs.fit_gain_prior(history(family))
+    return {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df}
+
+
+def _rng(rng_key) -> np.random.Generator:
+    import jax
+
+    return np.random.default_rng(np.asarray(jax.random.key_data(rng_key)).tolist())
+
+
+class WorldExecutor:
+    """Runs a `World`'s candidates: binomial paired evaluations around the true gains, probes
+    and robot executions at the true unsafe rates. Each policy's true J and lineage are kept
+    in the persisted memory, so a resumed campaign sees the same world."""
+
+    def __init__(self, world: World):
+        self.world = world
+
+    def initial_policy(self) -> str:
+        return "pi0"
+
+    def _policy(self, policy: str, memory: Mapping[str, Any]) -> tuple[float, tuple[str, ...]]:
+        known = memory.get("policies", {}).get(policy)
+        if known is None:
+            return self.world.start_J, ()
+        return float(known["J"]), tuple(known["lineage"])
+
+    def true_gains(self, state, ledger) -> dict[str, float]:
+        """The true ΔJ of every adaptation from the deployed policy (for the oracles)."""
+        from bayes_s2r.campaign import executor_memory
+
+        J, lineage = self._policy(state.policy, executor_memory(ledger))
+        return {c.name: self.world.true_gain(c.name, J, lineage) for c in state.candidates if c.role == "adaptation"}
+
+    def execute(self, rng_key, candidate, *, round, policy, memory):
+        rng = _rng(rng_key)
+        J, lineage = self._policy(policy, memory)
+        records: list = []
+        if candidate.observed_safety is not None:
+            target = candidate.observed_safety
+            n = int(candidate.outcome.params()[1])
+            records.append(ExecutionOutcome(target, n, int(rng.binomial(n, self.world.unsafe_rate[target])),
+                                            round=round))
+            return Execution(tuple(records), candidate.cost)
+        n = int(candidate.outcome.params()[1])
+        target = candidate.name if candidate.role == "adaptation" else candidate.observes
+        J_new = float(np.clip(J + self.world.true_gain(target, J, lineage), 0.0, 1.0))
+        records.append(PairedEval(target, int(rng.binomial(n, J_new)), n, int(rng.binomial(n, J)), n,
+                                  round=round, policy=policy))
+        if candidate.role != "adaptation":
+            return Execution(tuple(records), candidate.cost)
+        if candidate.touches_robot:
+            records.append(ExecutionOutcome(candidate.name, n, int(rng.binomial(n, self.world.unsafe_rate[candidate.name])),
+                                            round=round))
+        new_policy = f"pi{round + 1}"
+        policies = dict(memory.get("policies", {}))
+        new_lineage = (lineage if not self.world.pandora else ()) + (candidate.name,)
+        policies[new_policy] = {"J": J_new, "lineage": list(new_lineage)}
+        return Execution(tuple(records), candidate.cost, new_policy, (), {"policies": policies})
+
+    def evaluate_deployment(self, rng_key, *, round, policy, episodes, memory):
+        rng = _rng(rng_key)
+        J, _ = self._policy(policy, memory)
+        return DeploymentEval(policy, episodes, int(rng.binomial(episodes, J)), 0, round=round)
+
+
+def net_utility(final_J: float, spent: bs.Cost) -> float:
+    """J − λ0·spent: what a campaign is worth at the team's prices."""
+    return final_J - sum(PRICES[r] * v for r, v in zip(("real", "compute", "eng"), spent.as_array(), strict=True))
+
+
+def campaign_config(world: World, *, max_rounds: int, seed: int, **overrides) -> bs.CampaignConfig:
+    """The campaign settings every strategy shares on `world` (library defaults otherwise)."""
+    return bs.CampaignConfig(budget=world.budget, weights=bs.ResourceWeights(**PRICES, scarcity=0.0),
+                             max_rounds=max_rounds, seed=seed, deploy_episodes=50,
+                             sim_risk_prior=dict(world.sim_risk), **overrides)
+
+
+def _json_safe(value: float) -> float | None:
+    return None if not math.isfinite(value) else value

@@ -1,0 +1,56 @@
+"""The random-world generator does what its table says, and the benchmarks run small."""
+
+import bench_planner
+import bench_worlds
+import numpy as np
+import pytest
+import worlds as W
+
+
+@pytest.mark.parametrize("family", sorted(W.FAMILIES))
+def test_a_world_is_a_function_of_its_family_and_seed(family):
+    a, b = W.draw_world(W.FAMILIES[family], 3), W.draw_world(W.FAMILIES[family], 3)
+    assert a == b
+    assert a != W.draw_world(W.FAMILIES[family], 4)
+    names = {c.name for c in a.candidates}
+    assert set(a.lift) <= names and all(c.observed_safety in names for c in a.candidates if c.observed_safety)
+
+
+def test_families_draw_what_they_describe():
+    needle = [W.draw_world(W.FAMILIES["needle"], s) for s in range(40)]
+    assert all(sum(v >= 0.6 for v in w.lift.values()) == 1 for w in needle)  # exactly one fix
+    small = [W.draw_world(W.FAMILIES["small"], s) for s in range(40)]
+    assert all(max(w.lift.values()) <= 0.2 for w in small)
+    robot = [W.draw_world(W.FAMILIES["robot"], s) for s in range(60)]
+    fix_on_robot = np.mean([max(w.lift, key=w.lift.get).startswith("ft") for w in robot])
+    assert 0.5 < fix_on_robot < 0.95
+    assert any(rate > 0.05 for w in robot for rate in w.unsafe_rate.values())  # some truly unsafe
+
+
+def test_true_gains_follow_headroom_lineage_and_alternatives():
+    world = W.draw_world(W.FAMILIES["easy"], 0)
+    name = max(world.lift, key=world.lift.get)
+    J = 0.4
+    assert world.true_gain(name, J, ()) == pytest.approx(world.lift[name] * (1 - J))
+    assert world.true_gain(name, J, (name,)) == pytest.approx(world.repeat[name] * world.lift[name] * (1 - J))
+    alt = W.draw_world(W.FAMILIES["pandora"], 0)
+    best = max(alt.lift, key=alt.lift.get)
+    first = alt.true_gain(best, alt.start_J, ())
+    # an alternative is trained from the start policy: from a better policy it gains less
+    assert alt.true_gain(best, alt.start_J + 0.1, ("x",)) == pytest.approx(first - 0.1)
+
+
+def test_bench_worlds_runs_small():
+    out = bench_worlds.main(["--families", "needle", "--worlds", "1", "--strategies", "q_cvu,mv_greedy,oracle_safe",
+                             "--rounds", "2", "--gain-prior", "library"])
+    summary = out["summary"]["needle"]
+    assert {"q_cvu", "mv_greedy", "oracle_safe"} <= set(summary)
+    assert "minus_q_cvu" in summary["mv_greedy"] and "_gap" in summary
+    assert len(out["rows"]) == 3 and all(r["rounds"] >= 1 for r in out["rows"])
+    assert all(0.0 <= r["final_J"] <= 1.0 for r in out["rows"])
+
+
+def test_bench_planner_runs_small():
+    out = bench_planner.main(["--draws", "1000", "--samples", "16", "--repeats", "1", "--horizon", "2"])
+    assert [r["continuation"] for r in out["results"]] == ["g0", "rollout"]
+    assert all(r["warm_median_s"] > 0 for r in out["results"])
