@@ -54,7 +54,6 @@ Parameterisation (η-scale = logit for `link="logit"`, the J scale for `link="id
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -63,18 +62,15 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
+from bayes_s2r.errors import InputError, require_finite, require_finite_nonneg, require_positive
+
 __all__ = ["GainData", "GainPrior", "GainSpec", "gains_model"]
 
 _J_EPS = 1e-4
 
 
 def _positive(name: str, value: Any, *, allow_zero: bool = False) -> float:
-    from bayes_s2r.errors import InputError
-
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not allow_zero):
-        raise InputError(f"prior.{name}", value, "a finite number " + (">= 0" if allow_zero else "> 0"))
-    return float(value)
+    return (require_finite_nonneg if allow_zero else require_positive)(f"prior.{name}", value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,17 +126,12 @@ class GainPrior:
     returns_prior_sd: float = 0.5
 
     def __post_init__(self):
-        from bayes_s2r.errors import InputError
-
         if self.link not in ("logit", "identity"):
             raise InputError("prior.link", self.link, "'logit' or 'identity'")
         if not isinstance(self.fixed_scales, bool):
             raise InputError("prior.fixed_scales", self.fixed_scales, "True or False")
         for name in ("gain_loc", "baseline_loc", "kappa_loc", "efficacy_loc"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise InputError(f"prior.{name}", v, "a finite number")
-            object.__setattr__(self, name, float(v))
+            object.__setattr__(self, name, require_finite(f"prior.{name}", getattr(self, name)))
         for name in ("gain_scale", "baseline_scale", "kappa_scale", "efficacy_scale",
                      "returns_prior_df", "returns_prior_sd"):
             object.__setattr__(self, name, _positive(name, getattr(self, name)))

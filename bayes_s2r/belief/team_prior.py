@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 from scipy import special, stats
 
-from bayes_s2r.errors import InputError
+from bayes_s2r.errors import InputError, require_positive
 from bayes_s2r.evidence.records import PairedEval
 from bayes_s2r.models.gains import GainPrior
 
@@ -173,12 +173,15 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         raise InputError("base.link", base.link, "'logit' (the quadrature is on the logit scale)")
     scales = tuple(candidate_scales)
     dfs = tuple(candidate_dfs)
-    if not scales or any(isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s <= 0
-                         for s in scales):
+    if not scales:
         raise InputError("candidate_scales", candidate_scales, "a non-empty sequence of numbers > 0")
-    if not dfs or any(d is not None and (isinstance(d, bool) or not isinstance(d, (int, float))
-                                         or not math.isfinite(d) or d <= 0) for d in dfs):
+    if not dfs:
         raise InputError("candidate_dfs", candidate_dfs, "a non-empty sequence of numbers > 0 or None")
+    for s in scales:
+        require_positive("candidate_scales", s)
+    for d in dfs:
+        if d is not None:
+            require_positive("candidate_dfs", d)
     counts = _effects(histories)
     grid_ll = np.concatenate([_log_lik_grid(counts[i:i + 64], base) for i in range(0, len(counts), 64)])  # [E, D]
     out = {}

@@ -32,7 +32,6 @@ retraining, so it fixes a sensor offset exactly and leaves everything else alone
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 import tomllib
 from collections.abc import Mapping
@@ -45,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayes_s2r.errors import InputError, require_finite_nonneg
+from bayes_s2r.errors import InputError, require_finite_nonneg, require_int, require_positive
 from bayes_s2r.evidence.records import ExecutionOutcome, RealizedCost
 from bayes_s2r.sim.params import DRSpec
 from bayes_s2r.sim.real import RealRobot, read_at_rest
@@ -126,15 +125,12 @@ def _merge(kind: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
             raise InputError(f"params.{k}", v, f"a setting of {kind} among {sorted(out)}")
         out[k] = v
     for k in ("trajectories", "iterations", "si_iterations", "episodes", "population"):
-        if k in out and (isinstance(out[k], bool) or not isinstance(out[k], int) or out[k] < 1):
-            raise InputError(f"params.{k}", out[k], "a whole number >= 1")
-    if "readings" in out and (isinstance(out["readings"], bool) or not isinstance(out["readings"], int)
-                              or out["readings"] < 2):
-        raise InputError("params.readings", out["readings"], "a whole number >= 2")
+        if k in out:
+            require_int(f"params.{k}", out[k], 1)
+    if "readings" in out:
+        require_int("params.readings", out["readings"], 2)
     if out.get("sim_steps") is not None:
-        s = out["sim_steps"]
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s <= 0:
-            raise InputError("params.sim_steps", s, "a number of simulated steps > 0 or None")
+        require_positive("params.sim_steps", out["sim_steps"])
     return out
 
 

@@ -10,7 +10,6 @@ is ever generated and a friction coefficient has no effect on the dynamics.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -19,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayes_s2r.errors import InputError
+from bayes_s2r.errors import InputError, require_finite, require_finite_nonneg
 
 __all__ = [
     "DIRECTIONS",
@@ -74,9 +73,7 @@ def nominal_params() -> Params:
 
 
 def _check_value(field: str, name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InputError(f"{field}.{name}", value, "a finite number")
-    value = float(value)
+    value = require_finite(f"{field}.{name}", value)
     if name in _POSITIVE and value <= 0:
         raise InputError(f"{field}.{name}", value, "a number > 0")
     if name in _NONNEG and value < 0:
@@ -149,9 +146,7 @@ def perturb(params: Params, direction: str, level: float) -> Params:
         2.0
     """
     d = _direction(direction)
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not math.isfinite(level):
-        raise InputError("level", level, "a finite number")
-    value = float(getattr(params, d.param)) + d.unit * float(level)
+    value = float(getattr(params, d.param)) + d.unit * require_finite("level", level)
     if d.integer:
         value = float(round(value))
     return params_from_mapping({d.param: value}, field=f"perturb[{direction}={level}]", base=params)
@@ -206,8 +201,7 @@ class DRSpec(NamedTuple):
             if unknown:
                 raise InputError(f"{name}.{unknown[0]}", table[unknown[0]], f"a key among {PARAM_NAMES}")
         for k, v in width.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise InputError(f"dr.width.{k}", v, "a finite number >= 0")
+            require_finite_nonneg(f"dr.width.{k}", v)
         for k, v in normal.items():
             if not isinstance(v, bool):
                 raise InputError(f"dr.normal.{k}", v, "True or False")
@@ -224,9 +218,7 @@ class DRSpec(NamedTuple):
         width = {}
         for name, level in levels.items():
             d = _direction(name, field=f"dr.levels.{name}")
-            if isinstance(level, bool) or not isinstance(level, (int, float)) or level < 0:
-                raise InputError(f"dr.levels.{name}", level, "a number >= 0")
-            width[d.param] = abs(d.unit) * float(level)
+            width[d.param] = abs(d.unit) * require_finite_nonneg(f"dr.levels.{name}", level)
         return cls.create(center, width)
 
 

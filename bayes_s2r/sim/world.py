@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import tomllib
 from collections.abc import Mapping
 from importlib import resources
@@ -44,7 +43,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from bayes_s2r.errors import InputError
+from bayes_s2r.errors import InputError, require_finite_nonneg, require_int, require_positive
 from bayes_s2r.sim.params import Params, params_from_mapping
 from bayes_s2r.vocab import PolicyInterface
 
@@ -97,23 +96,15 @@ class Protocol:
     speed_limit: float = 15.0
 
     def __post_init__(self):
-        if isinstance(self.horizon, bool) or not isinstance(self.horizon, int) or not 1 <= self.horizon <= 5000:
-            raise InputError("protocol.horizon", self.horizon, "a whole number of steps in 1..5000")
+        require_int("protocol.horizon", self.horizon, 1, 5000)
         for f in ("init_scale", "angle_limit", "rail_limit", "fall_limit", "rail_end"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise InputError(f"protocol.{f}", v, "a finite number >= 0")
-            object.__setattr__(self, f, float(v))
+            object.__setattr__(self, f, require_finite_nonneg(f"protocol.{f}", getattr(self, f)))
         if self.fall_limit < self.angle_limit or self.rail_end < self.rail_limit:
             raise InputError("protocol.fall_limit", (self.fall_limit, self.rail_end),
                              "unsafe limits at least as wide as the success limits")
-        if isinstance(self.hold_steps, bool) or not isinstance(self.hold_steps, int) or self.hold_steps < 1:
-            raise InputError("protocol.hold_steps", self.hold_steps, "a whole number of steps >= 1")
+        require_int("protocol.hold_steps", self.hold_steps, 1)
         for f in ("reach_tolerance", "speed_limit"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-                raise InputError(f"protocol.{f}", v, "a finite number > 0")
-            object.__setattr__(self, f, float(v))
+            object.__setattr__(self, f, require_positive(f"protocol.{f}", getattr(self, f)))
         if self.fall_limit >= 1.5:
             raise InputError("protocol.fall_limit", self.fall_limit, "below the ±1.57 rad hinge limit")
 
