@@ -6,7 +6,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
-from bayes_s2r.models.sensitivity import sensitivity_block, sensitivity_model
+from bayes_s2r.models.sensitivity import SensitivityPrior, sensitivity_block, sensitivity_model
 from numpyro.infer import MCMC, NUTS, Predictive
 
 from bayes_s2r.belief.sensitivity import SensitivityData, prepare_sensitivity
@@ -75,8 +75,16 @@ def test_data_crosses_jit_with_static_labels():
 
 def test_directions_without_trials_give_prior_draws():
     d = prepare_sensitivity([], directions=["friction"])
-    s = Predictive(sensitivity_model, num_samples=200)(jax.random.PRNGKey(0), d)["sens_S"]
-    assert s.shape == (200, 1) and float(jnp.std(s)) > 0.1
+    s = np.asarray(Predictive(sensitivity_model, num_samples=4000)(jax.random.PRNGKey(0), d)["sens_S"])
+    assert s.shape == (4000, 1)
+    # the prior of Ŝ = σ(a) − σ(a + b), a ~ N(loc_a, scale_a), b ~ N(0, scale_b), drawn independently
+    prior = SensitivityPrior()
+    rng = np.random.default_rng(0)
+    a = rng.normal(prior.loc_a, prior.scale_a, 200_000)
+    b = rng.normal(0.0, prior.scale_b, 200_000)
+    ref = 1 / (1 + np.exp(-a)) - 1 / (1 + np.exp(-(a + b)))
+    assert float(s.mean()) == pytest.approx(ref.mean(), abs=0.03)
+    assert float(s.std()) == pytest.approx(ref.std(), rel=0.05)
 
 
 def _outer(data, y=None):
