@@ -6,6 +6,9 @@ check) on worlds drawn from the families of `worlds.py`, with the same candidate
 prices and seeds. The executor is synthetic (binomial evaluations around the true gains,
 no physics), so a table takes minutes. Campaigns start with no execution evidence.
 
+A strategy id may name a continuation: `q_cvu@g0` is the rule with the article's one-step G0
+in place of the campaign's default continuation.
+
 Per family and strategy: mean net utility (final J − λ0·spent), final J, spending per
 resource, unsafe episodes per campaign while executing candidates (and, apart, unsafe
 events a safety probe's supervised runs caught), rounds, and the 95% paired t-interval
@@ -49,11 +52,13 @@ def run_world(task: tuple) -> list[dict]:
     rows = []
     for strategy in strategies:
         executor = W.WorldExecutor(world)
+        rule, _, continuation = strategy.partition("@")  # "q_cvu@g0": the rule with another continuation
         with tempfile.TemporaryDirectory() as tmp:
             ledger = bs.Ledger(os.path.join(tmp, "campaign.sqlite"))
-            config = W.campaign_config(world, max_rounds=max_rounds, seed=seed, **overrides)
+            config = W.campaign_config(world, max_rounds=max_rounds, seed=seed,
+                                       **{**overrides, **({"continuation": continuation} if continuation else {})})
             bs.start_campaign(ledger, world.candidates, config, executor)
-            chooser = make_chooser(strategy, true_gains=executor.true_gains)
+            chooser = make_chooser(rule, true_gains=executor.true_gains)
             t0 = time.perf_counter()
             state = bs.run_campaign(ledger, executor, chooser=chooser)
             seconds = time.perf_counter() - t0

@@ -103,7 +103,7 @@ FAMILIES = {
                     pilots=("FT",)),
     "pandora": Family("pandora", ("DR", "DR", "SI", "DA", "DA"), fixes=(0, 1), fix_lift=(0.3, 0.7),
                       small_lift=(-0.1, 0.3), harmful=0.2, interaction=0.0, probes=False,
-                      budget=(0.0, 8.0, 9.0), episodes=2000, pandora=True),
+                      budget=(0.0, 8.0, 9.0), episodes=400, pandora=True),
 }
 
 

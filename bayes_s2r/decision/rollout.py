@@ -23,7 +23,12 @@ Base policy: Weitzman's index rule on that belief. Each decision tries the untri
 adaptation with the largest reservation value z (`index.gaussian_reservation`, E[(ΔJ − z)^+]
 = C_λ under the belief's mean and sd) and stops once no z is above 0. A candidate shut by the
 safety gate competes through its probe, with the probe's price divided by its chance to open
-the gate added to its own; picking it runs the probe, which opens the gate or not. A try is kept when its
+the gate added to its own; picking it runs the probe, which opens the gate or not. A try is
+made only while what its noisy evaluation will keep, E[ΔJ·P(adopt | ΔJ)] in moment form,
+pays for it: the index alone would go on trying where a gain too small to be seen is left.
+Each try's evaluation updates the believed gains through their covariance (a Gaussian
+update), so what a failed try shows about its siblings stops the base policy from trying
+them blind. A try is kept when its
 evaluation (true gain plus the evaluation's noise) shows an improvement, as in the campaign;
 then J, the true gains and the believed gains move by the transition rule. The budget is
 deducted, prices follow scarcity, and an unaffordable, gated or tried candidate is skipped.
@@ -40,12 +45,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayes_s2r.belief.risk import clopper_pearson_ucb
-from bayes_s2r.decision.config import DecideConfig
+from bayes_s2r.decision.config import DecideConfig, adopt_moment, evaluation_sd
 from bayes_s2r.decision.index import gaussian_reservation
 from bayes_s2r.decision.lookahead import (
     LookaheadArrays,
     LookaheadResult,
-    _adopts,
     _gaussian_update,
     _outcome_plan,
     _simulate,
@@ -164,7 +168,7 @@ class _Walk(NamedTuple):
     j: jax.Array  # the deployed policy's true J
     theta: jax.Array  # [Mb] true gains at that J
     mean: jax.Array  # [Mb] believed gains
-    var: jax.Array
+    cov: jax.Array  # [Mb, Mb] their covariance
     budget: jax.Array
     avail: jax.Array  # [Mb] may still be tried
     gated: jax.Array  # [Mb] shut, with a safety probe not yet run
@@ -175,11 +179,23 @@ class _Walk(NamedTuple):
 def _keep_gain(rule, walk: _Walk, pick, keep):
     """Deploy the picked try where it was kept: J, truths and beliefs follow the rule."""
     g, own = walk.theta[pick], walk.mean[pick]
+    var = jnp.diagonal(walk.cov)
     theta_t, _ = rule.apply(walk.theta, jnp.zeros_like(walk.theta), g, walk.j)
-    mean_t, var_t = rule.apply(walk.mean, walk.var, own, walk.j)
+    mean_t, var_t = rule.apply(walk.mean, var, own, walk.j)
+    scale = jnp.where(var > 1e-12, jnp.sqrt(var_t / jnp.maximum(var, 1e-12)), 0.0)
     return walk._replace(
         j=jnp.where(keep, walk.j + g, walk.j), theta=jnp.where(keep, theta_t, walk.theta),
-        mean=jnp.where(keep, mean_t, walk.mean), var=jnp.where(keep, var_t, walk.var))
+        mean=jnp.where(keep, mean_t, walk.mean),
+        cov=jnp.where(keep, walk.cov * scale[:, None] * scale[None, :], walk.cov))
+
+
+def _learn(walk: _Walk, pick, measured, noise_var, tried):
+    """Condition the believed gains on a try's evaluation (Gaussian, through their covariance):
+    what one try shows about the others is what the base policy acts on next."""
+    k = walk.cov[:, pick] / (walk.cov[pick, pick] + noise_var)
+    mean = walk.mean + k * (measured - walk.mean[pick])
+    cov = walk.cov - k[:, None] * walk.cov[pick][None, :]
+    return walk._replace(mean=jnp.where(tried, mean, walk.mean), cov=jnp.where(tried, cov, walk.cov))
 
 
 def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk, noise, opens, *, adopt: bool):
@@ -197,22 +213,28 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk
         afford = jnp.all(ro.cost <= w.budget[None, :] + 1e-9, axis=1)
         ok = w.avail & afford
         can_probe = w.gated & (ro.probe_of >= 0) & afford & afford[probe]
-        sd = jnp.sqrt(jnp.maximum(w.var, 0.0))
-        z = gaussian_reservation(w.mean, sd, price)
-        z_probe = gaussian_reservation(w.mean, sd, price + price[probe] / jnp.maximum(ro.open_rate, 1e-3))
-        score = jnp.where(ok, z, jnp.where(can_probe, z_probe, -jnp.inf))
+        sd = jnp.sqrt(jnp.maximum(jnp.diagonal(w.cov), 0.0))
+        reach = price + jnp.where(ok, 0.0, price[probe] / jnp.maximum(ro.open_rate, 1e-3))
+        # a try is made only if what its noisy evaluation will keep pays for it (and the probe
+        # that opens it): the index ranks, the adoption-aware value decides whether to go on
+        worth = adopt_moment(w.mean, sd, evaluation_sd(arr.kind, arr.a, w.j, jnp), jnp) > reach
+        z = gaussian_reservation(w.mean, sd, reach)
+        score = jnp.where((ok | can_probe) & worth, z, -jnp.inf)
         pick = jnp.argmax(score)
         go = w.alive & (score[pick] > 0)
         probing = go & ~ok[pick]
         trying = go & ~probing
         g = w.theta[pick]
-        # the try's paired evaluation: successes beyond the control's, with its sampling noise
+        # the try's paired evaluation: the measured gain with its sampling noise; a new policy
+        # is kept when its successes exceed the control's (0.5/n: the counts are whole)
         n = jnp.maximum(arr.a[pick], 1.0)
         p1 = jnp.clip(w.j + g, 0.0, 1.0)
-        sd_binom = jnp.sqrt((p1 * (1 - p1) + w.j * (1 - w.j)) / n)
-        seen = jnp.where(arr.kind[pick] == 2, g - 0.5 / n + sd_binom * eps,
-                         jnp.where(arr.kind[pick] == 1, g + arr.a[pick] * eps, g))
-        keep = trying & ((seen > 0) if adopt else True)
+        noise_sd = jnp.where(arr.kind[pick] == 2, jnp.sqrt((p1 * (1 - p1) + w.j * (1 - w.j)) / n),
+                             jnp.where(arr.kind[pick] == 1, arr.a[pick], 0.0))
+        measured = g + noise_sd * eps
+        threshold = jnp.where(arr.kind[pick] == 2, 0.5 / n, 0.0)
+        keep = trying & ((measured > threshold) if adopt else True)
+        w = _learn(w, pick, measured, noise_sd**2 + 1e-6, trying)
         w = _keep_gain(rule, w, pick, keep)
         spent = jnp.where(probing, probe[pick], pick)
         here = rows == pick
@@ -235,9 +257,15 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
     rhs = jnp.concatenate([tm.dgc, tm.dgc**2, jnp.ones((s, 1), tm.dgc.dtype)], axis=1)
     rows = jnp.arange(mb)
     walk_value = functools.partial(base_policy_value, rule, ro, arr, adopt=adopt)
+    # the draws' covariance of the gains; after a first step, its correlations with the
+    # updated variances (the importance weights give each next state's variances only)
+    cov0 = tm.dgc.T @ tm.dgc / s
+    sd0 = jnp.sqrt(jnp.diagonal(cov0))
+    corr0 = jnp.where(jnp.outer(sd0, sd0) > 1e-12, cov0 / jnp.maximum(jnp.outer(sd0, sd0), 1e-12), 0.0)
+    corr0 = jnp.where(jnp.eye(mb, dtype=bool), 1.0, corr0)
 
     def scenario(plan):
-        j, eps, u_j, opens, noise = plan
+        j, eps, u_j, opens, noise, eps_control = plan
         y, coef_a, coef_b, shift = _simulate(tm, arr, (j, eps, u_j))
         w = jnp.exp(jnp.minimum(coef_a[:, None] * tm.u + coef_b[:, None] * tm.v - shift[:, None], 60.0))
         raw, sw2 = w @ rhs, (w * w).sum(1)
@@ -250,20 +278,27 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
         mean = jnp.where(collapsed[:, None], mean_g, mean_is)
         var = jnp.where(collapsed[:, None], var_g, var_is)
         theta = arr.dg[j]
-        kept = _adopts(tm, arr, y, adopt)
+        # m's paired evaluation: its treated count y against a control arm drawn around b·n
+        # (the one-step look-ahead compares with b·n itself), kept when it has more successes
+        control = arr.b * tm.n + jnp.sqrt(tm.n * arr.b * (1 - arr.b)) * eps_control
+        shows = jnp.where(tm.binom, y - control > 0.5, jnp.where(tm.gauss, y > 0, False))
+        kept = arr.is_adapt & (shows if adopt else True)
 
         def after(m):  # the state once m has run, in this scenario
             probed = rows == ro.probe_target[m]
-            start = _Walk(j=j_now, theta=theta, mean=mean[m], var=var[m], budget=ro.budget - ro.cost[m],
+            sd_m = jnp.sqrt(var[m])
+            start = _Walk(j=j_now, theta=theta, mean=mean[m], cov=corr0 * sd_m[:, None] * sd_m[None, :],
+                          budget=ro.budget - ro.cost[m],
                           avail=(ro.base_ok | (ro.gated & probed & opens[m])) & (rows != m),
                           gated=ro.gated & ~probed, alive=jnp.bool_(True), value=jnp.float32(0.0))
             return walk_value(_keep_gain(rule, start, m, kept[m]), noise, opens)
 
-        null = _Walk(j=j_now, theta=theta, mean=tm.mu0, var=tm.var0, budget=ro.budget, avail=ro.base_ok,
+        null = _Walk(j=j_now, theta=theta, mean=tm.mu0, cov=cov0, budget=ro.budget, avail=ro.base_ok,
                      gated=ro.gated, alive=jnp.bool_(True), value=jnp.float32(0.0))
         return jax.vmap(after)(rows), walk_value(null, noise, opens), ess, collapsed.astype(jnp.float32)
 
-    plan = (idx, eps_all, u_all, ro.opens, noise_all)
+    control_all = jax.random.normal(jax.random.fold_in(rng_key, 5), (num_outcomes,))
+    plan = (idx, eps_all, u_all, ro.opens, noise_all, control_all)
     v, v_null, ess, collapsed = jax.lax.map(scenario, plan, batch_size=batch)  # [K, Mb], [K]
     diff = v - v_null[:, None]
     cvu = diff.mean(0)
