@@ -65,8 +65,8 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
         transition: rule for the gains after an adaptation; default `HeadroomTransition()`.
         devices: split the one-step look-ahead's posterior draws over devices (an int, a list
             of jax devices or a one-axis Mesh; see `bayes_s2r.distributed`). None runs on one
-            device unless an enclosing `use_devices(...)` block sets a mesh. The answer
-            equals the one-device answer up to the order of floating-point sums.
+            device. The answer equals the one-device answer up to the order of floating-point
+            sums.
         **options: `DecideConfig` fields.
 
     Returns:
