@@ -97,6 +97,10 @@ def _decision_record(decision, t: int, seed: int, state: CampaignState, belief, 
     }
     if rule is not None:
         extra["rule"] = rule
+    config = getattr(decision, "config", None)
+    if config is not None:  # which continuation stood for the rest of the campaign, and how far
+        extra["continuation"] = {"kind": config.continuation, "horizon": config.horizon,
+                                 "lookahead_depth": config.lookahead_depth}
     return DecisionRecord(round=t, chosen=decision.best, stop_reason=decision.stop_reason,
                           table=rows, seed=seed, version=__version__, extra=extra)
 

@@ -67,7 +67,9 @@ class Decision:
         objectives: objective names in priority order; `front` the Pareto front or the
             lexicographic survivors (empty for one objective).
         j_now, j_source: the current J used by the transition rule and where it came from.
-        g0_null: G0(s^∅); with `lookahead_depth=2`, G1(s^∅): the value of two decisions from s_t.
+        g0_null: the value of the rest of the campaign from s^∅ that CVU compares with: G0(s^∅);
+            with `lookahead_depth=2`, G1(s^∅); with the "rollout" continuation, the base
+            policy's value over `config.horizon` decisions.
         transition: repr of the transition rule.
         config: the validated options.
     """
@@ -100,7 +102,9 @@ class Decision:
 
     @property
     def _g_label(self) -> str:
-        """G0 one decision ahead; G1 (two decisions from the stop branch) with `lookahead_depth=2`."""
+        """G0 one decision ahead; G1 with `lookahead_depth=2`; V_base over the horizon for a rollout."""
+        if self.config.continuation == "rollout":
+            return f"V_base[{self.config.horizon} decisions]"
         return "G1" if self.config.lookahead_depth == 2 else "G0"
 
     def text(self) -> str:
