@@ -57,7 +57,7 @@ def beliefs(draw) -> Any:
     """A GainBelief over some of NAMES (built directly, so no check of its own has run), or junk."""
     if draw(st.integers(0, 9)) == 0:
         return draw(junk)
-    k = draw(st.integers(1, len(NAMES)))
+    k = draw(st.sampled_from([len(NAMES)] * 3 + list(range(1, len(NAMES)))))  # mostly every name
     names = list(NAMES[:k])
     if draw(st.integers(0, 5)) == 0:
         names.append("sensitivity:latency")
@@ -144,9 +144,12 @@ class FixedRisk:
         return f"FixedRisk({self.bound!r})"
 
 
-risks = st.one_of(
+risks = st.one_of(  # mostly valid: a refused risk hides whether the rest would be accepted
     st.none(),
-    st.sampled_from([0.0, 0.01, 0.5, 1.0, 1.5, -0.1, math.nan, "low"]).map(FixedRisk),
+    st.sampled_from([0.0, 0.01, 0.5, 1.0]).map(FixedRisk),
+    st.none(),
+    st.sampled_from([0.0, 0.01, 0.5, 1.0]).map(FixedRisk),
+    st.sampled_from([1.5, -0.1, math.nan, "low"]).map(FixedRisk),
     junk,
 )
 
@@ -156,7 +159,7 @@ OPTIONS = {  # decide's keyword options: valid values, then hazards
     "alpha_exec": (st.sampled_from([0.05, 0.2]), st.sampled_from([-0.1, 1.5, math.nan, "a"])),
     "delta": (st.sampled_from([0.05, 0.2]), st.sampled_from([0.0, 1.0, -1.0, math.nan])),
     "terminal": (st.booleans(), st.sampled_from([0, "yes", None])),
-    "seed": (st.integers(0, 2**31), st.sampled_from([-1, 2**64, 1.5, "0", None])),
+    "seed": (st.integers(0, 2**31), st.sampled_from([-1, 1.5, "0", None])),
     "utility": (st.sampled_from(["mean", "lcb", "cvar", "adopt"]), st.sampled_from(["max", "", 3])),
     "current_J": (st.none() | st.floats(0.0, 1.0), st.sampled_from([1.5, -0.1, math.nan, "0.5"])),
     "continuation": (st.just("g0"), st.sampled_from(["lookahead", None])),

@@ -103,6 +103,13 @@ def test_decide_refuses_candidates_that_are_no_list():
         bs.decide(belief, None, bs.Budget(1, 1, 1), bs.ResourceWeights(), cvu_samples=8)
 
 
+@pytest.mark.xfail(raises=OverflowError, strict=True, reason="DecideConfig checks no upper bound of seed")
+def test_decide_refuses_a_seed_past_64_bits():
+    belief = bs.GainBelief.from_draws(NAMES, _draws(0.0))
+    with pytest.raises(InputError, match="seed"):
+        bs.decide(belief, CANDS[:1], bs.Budget(1, 1, 1), bs.ResourceWeights(), cvu_samples=8, seed=2**64)
+
+
 @pytest.mark.xfail(raises=OverflowError, strict=True, reason="fit_gains passes svi_steps on unchecked")
 def test_fit_gains_refuses_an_absurd_number_of_steps():
     with pytest.raises(InputError, match="svi_steps"):
