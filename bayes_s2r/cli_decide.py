@@ -124,14 +124,77 @@ def _open_evidence(ledger_path: Path, candidates_path: Path):
     return records, candidates
 
 
-def _fit(records, candidates, method: str, seed: int, prior=None):
+#: The ledger meta key under which a command keeps its last fit of the gains, per method.
+FIT_META_KEY = "fit.gains.{method}"
+
+RefitOpt = Annotated[bool, typer.Option(
+    "--refit", help="Fit again even when the ledger holds a fit of the same evidence, candidates and "
+                    "settings (by default that fit's draws are reused).")]
+
+
+def _fit_settings(method: str, seed: int, prior) -> dict:
+    """What besides the evidence and candidates decides a fit's draws (for the stored fit's key)."""
+    import dataclasses
+
+    import jax
+    import numpyro
+
+    from bayes_s2r import __version__
+
+    # the package's, JAX's and NumPyro's versions and the device count (parallel or
+    # sequential chains) change the draws as surely as the seed does
+    return {"method": method, "seed": seed, "prior": dataclasses.asdict(prior) if prior else None,
+            "bayes_s2r": __version__, "jax": jax.__version__, "numpyro": numpyro.__version__,
+            "devices": jax.local_device_count()}
+
+
+def _fit(records, candidates, method: str, seed: int, prior=None, *, ledger: Path | None = None,
+         refit: bool = False):
+    """The gains belief and the execution-risk bounds, and whether the gains were reused.
+
+    With `ledger`, a fit stored there from the same evidence, candidates and settings is
+    reused (unless `refit`), and a new fit is stored for the next command.
+
+    Returns:
+        (belief, risk, reused).
+    """
     from bayes_s2r.belief import fit_exec_risk, fit_gains
 
     if method not in ("nuts", "svi"):
         raise InputError("--method", method, "nuts or svi")
-    belief = fit_gains(records, candidates, method=method, seed=seed, **({"prior": prior} if prior else {}))
     risk = fit_exec_risk(records, candidates)
-    return belief, risk
+    belief, key = None, None
+    if ledger is not None:
+        from bayes_s2r.belief.stored import fit_key, from_json
+        from bayes_s2r.evidence.ledger import Ledger
+
+        key = fit_key(records, candidates, _fit_settings(method, seed, prior))
+        if not refit:
+            with Ledger(ledger, create=False) as led:
+                belief = from_json(led.get_meta(FIT_META_KEY.format(method=method)), key)
+    if belief is not None:
+        return belief, risk, True
+    belief = fit_gains(records, candidates, method=method, seed=seed, **({"prior": prior} if prior else {}))
+    if key is not None:
+        _store_fit(ledger, method, belief, key)
+    return belief, risk, False
+
+
+def _store_fit(ledger: Path, method: str, belief, key: str) -> None:
+    """Keep the fit in the ledger's meta for the next command; one the meta refuses is not an
+    error of the command: the next one fits again."""
+    from bayes_s2r.belief.stored import to_json
+    from bayes_s2r.evidence.ledger import Ledger
+
+    try:
+        with Ledger(ledger, create=False) as led:
+            led.set_meta(FIT_META_KEY.format(method=method), to_json(belief, key))
+    except InputError:
+        pass
+
+
+_REUSED = ("the belief is the fit stored in the ledger from the same evidence, candidates and settings "
+           "(--refit to fit again)")
 
 
 def _frame_json(frame) -> list[dict]:
@@ -146,18 +209,20 @@ def fit_command(
     method: MethodOpt = "nuts",
     prior: PriorOpt = None,
     seed: Annotated[int, typer.Option(help="Seed of the fit.")] = 0,
+    refit: RefitOpt = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Fit the belief to a ledger: gains with intervals, diagnostics, execution-risk bounds."""
     _side_tables(candidates)  # a typo in the candidates file is named before JAX loads
     gain_prior = _read_prior(prior)
     records, cands = _open_evidence(ledger, candidates)
-    belief, risk = _fit(records, cands, method, seed, gain_prior)
+    belief, risk, reused = _fit(records, cands, method, seed, gain_prior, ledger=ledger, refit=refit)
     summary = belief.summary()
     risk_table = risk.table(0.05)
     if as_json:
         typer.echo(json.dumps({"gains": _frame_json(summary), "diagnostics": belief.diagnostics,
-                               "exec_risk": _frame_json(risk_table)}, default=float, indent=1))
+                               "exec_risk": _frame_json(risk_table), "fit_reused": reused},
+                              default=float, indent=1))
         return
     console = _console()
     console.print(summary.round(4).to_string())
@@ -166,6 +231,8 @@ def fit_command(
                   f"divergences {d['divergences']}, ok={d['ok']}" + (f" ({d['reason']})" if d.get("reason") else ""))
     console.print("\nexecution risk (UCB at 95%):")
     console.print(risk_table.round(4).to_string())
+    if reused:
+        console.print(f"\n{_REUSED}")
 
 
 #: The decision functionals of `decide` (bayes_s2r.decision.config.UTILITIES), named here so a
@@ -335,6 +402,7 @@ def decide_command(
         help="Decisions the look-ahead sees after the one it scores: 1, or 2 to value a cheap "
              "experiment by the tries it can save (slower: use fewer --cvu-samples, e.g. 128).")] = 1,
     seed: Annotated[int, typer.Option(help="Seed of the fit and the look-ahead.")] = 0,
+    refit: RefitOpt = False,
     record: Annotated[bool, typer.Option(
         "--record/--no-record", help="Add the decision to the ledger, so `report` shows it.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
@@ -356,7 +424,7 @@ def decide_command(
     from bayes_s2r.decision import decide
     from bayes_s2r.report.columns import headers, legend, resources_text, rows_of
 
-    belief, risk = _fit(records, cands, method, seed, gain_prior)
+    belief, risk, reused = _fit(records, cands, method, seed, gain_prior, ledger=ledger, refit=refit)
     d = decide(belief, cands, b, w, risk=risk, alpha_exec=alpha_exec, delta=delta, beta=beta,
                cvu_samples=cvu_samples, seed=seed, utility=utility, allow_bad_belief=True,
                lookahead_depth=lookahead_depth, devices=root_devices(ctx))
@@ -374,7 +442,7 @@ def decide_command(
             "flip_probability": float(d.flip_probability),
             "p_best": {k: float(v) for k, v in d.p_best.items()},
             "stop_Q": float(d.stop_Q), "current_J": float(d.j_now),
-            "belief_ok": bool(belief.diagnostics["ok"]),
+            "belief_ok": bool(belief.diagnostics["ok"]), "fit_reused": reused,
             "budget": dict(zip(RESOURCES, b.as_array().tolist())),
             "table": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
                       for r in rows],
@@ -387,6 +455,8 @@ def decide_command(
         console.print(f"[bold]warning:[/] the belief failed its diagnostics ({belief.diagnostics['reason']})")
     foot = [f"budget: {resources_text(dict(zip(RESOURCES, b.as_array().tolist())))} ({budget_source})",
             _settings_line(d), _robustness_line(d)]
+    if reused:
+        foot.append(_REUSED)
     foot.append(f"recorded in {ledger} as round {round_} (--no-record to skip)" if record
                 else "not recorded (--no-record)")
     print_view(console, decision_view(d, rows, _choice_line(d), foot))
