@@ -57,6 +57,7 @@ COMMANDS = {
                  "--out benchmarks/results/rollouts.json"),
     "scaling": "python benchmarks/bench_scaling.py --devices 1,2,4 --out benchmarks/results/scaling.json",
     "cli_errors": "python benchmarks/bench_cli_errors.py --out benchmarks/results/cli_errors.json",
+    "cli_decide": "python benchmarks/bench_cli_decide.py --out benchmarks/results/cli_decide.json",
     "worlds": ("python benchmarks/bench_worlds.py --families all --worlds 100 --jobs 2 "
                "--out benchmarks/results/worlds.json"),
 }
@@ -425,6 +426,26 @@ def cli_errors(data: dict) -> list[str]:
                        "reported before JAX loads."), ""]
 
 
+DECIDE_CASES = {"cold": "first run: empty compile cache, nothing stored",
+                "warm": "second run: compile cache, fit reused from the ledger",
+                "warm_refit": "second run with `--refit`: compile cache only"}
+
+
+def cli_decide(data: dict) -> list[str]:
+    """Time to answer: `decide` on the example ledger, cold and warm, each in a new process."""
+    out = _head("cli_decide", "Time to answer: `decide` on the example ledger", data)
+    out += ["| run | median wall time | median CPU time | target |", "|---|---|---|---|"]
+    for r in data["results"]:
+        target = f"under {r['target_s']:g} s" if r.get("target_s") else ""
+        out.append(f"| {DECIDE_CASES.get(r['case'], r['case'])} | {r['median_s']:.2f} s | "
+                   f"{r['median_cpu_s']:.2f} s | {target} |")
+    same = "the same" if data["settings"].get("same_decision_warm_as_cold") else "NOT the same"
+    return out + ["", (f"`python -m bayes_s2r decide --ledger ... --candidates bayes_s2r/examples/candidates.toml`"
+                       f" on the example trials, median of {data['settings']['repeats']}; the reused fit gave "
+                       f"{same} decision as the fresh one. The CPU time is the work done (all threads); on a loaded "
+                       "machine the wall time also counts the waits for a core."), ""]
+
+
 WORLD_COLUMNS = (("net utility", "net_utility_mean", "{:.3f}"), ("final J", "final_J_mean", "{:.3f}"),
                  ("unsafe / campaign", "unsafe_mean", "{:.2f}"), ("probe-caught unsafe", "probe_unsafe_mean", "{:.2f}"),
                  ("rounds", "rounds_mean", "{:.1f}"))
@@ -503,6 +524,7 @@ SECTIONS = [
     Section(("rollouts",), rollouts),
     Section(("scaling",), scaling),
     Section(("cli_errors",), cli_errors),
+    Section(("cli_decide",), cli_decide),
     Section(("worlds",), worlds),
 ]
 
