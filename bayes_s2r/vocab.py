@@ -293,6 +293,8 @@ class Candidate:
 
 def validate_candidates(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
     """Check a candidate set as a whole: unique names, diagnoses observe known candidates."""
+    if isinstance(candidates, (str, bytes, Mapping)) or not isinstance(candidates, Iterable):
+        raise InputError("candidates", candidates, "a list of Candidate objects")
     cands = tuple(candidates)
     if not cands:
         raise InputError("candidates", [], "at least one candidate")

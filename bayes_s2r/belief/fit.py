@@ -186,6 +186,8 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", s
     if method == "svi":
         from bayes_s2r.belief.svi import fit_svi
 
+        if isinstance(svi_steps, int) and not isinstance(svi_steps, bool) and svi_steps > 10**7:
+            raise InputError("svi_steps", shown(svi_steps), "a whole number of steps, at most 10**7")
         return fit_svi(prep, seed=seed, num_steps=svi_steps, learning_rate=svi_learning_rate,
                        guide=svi_guide, num_draws=require_int("num_samples", num_samples, 2)
                        * require_int("num_chains", num_chains, 1))

@@ -199,6 +199,12 @@ def run_round(ledger: Ledger, executor: Executor, *, chooser=None) -> RoundRepor
     if t >= cfg.max_rounds:
         deployment = _finish(ledger, executor, state, k_deploy, "round_limit", None)
         return RoundReport(load_state(ledger), None, None, False, deployment)
+    if t > 0 and state.budget.exhausted():
+        # a round spent the budget and the process stopped before its budget stop was
+        # committed: finish as that round would have, with its key
+        _, k_prev = jax.random.split(jax.random.fold_in(jax.random.key(cfg.seed), t - 1))
+        deployment = _finish(ledger, executor, state, k_prev, "budget", None)
+        return RoundReport(load_state(ledger), None, None, False, deployment)
 
     seed = _round_seed(cfg, t)
     if chooser is None:

@@ -124,6 +124,8 @@ class DecideConfig(NamedTuple):
             if not isinstance(getattr(cfg, flag), bool):
                 raise InputError(flag, getattr(cfg, flag), "True or False")
         seed = _whole_at_least("seed", cfg.seed, 0)
+        if seed >= 2**63:
+            raise InputError("seed", cfg.seed, "a whole number below 2**63")
         if cfg.utility not in UTILITIES:
             raise InputError("utility", cfg.utility, f"one of {UTILITIES}")
         level = _real("utility_level", cfg.utility_level)

@@ -261,8 +261,6 @@ def test_the_all_in_campaign_stops_for_budget_after_its_first_round(tmp_path):
     assert [k for k, _ in records].count("decision") == 2  # the round's, and the stop's without a table
 
 
-@pytest.mark.xfail(raises=AssertionError, strict=True,
-                   reason="run_round decides again instead of finishing a campaign whose budget ran out")
 def test_a_kill_between_a_round_and_its_budget_stop(tmp_path, monkeypatch):
     for name in ("whole", "cut"):
         (tmp_path / name).mkdir()

@@ -76,7 +76,7 @@ def test_adopt_values_the_stop_branch_with_the_exact_positive_part(jit_mode):
     # puts several times more above 0. The stop branch must use the draws, as U0 does:
     # otherwise the stop scores below 0 and a cheap diagnosis with no value gets run.
     rng = np.random.default_rng(0)
-    draws = np.minimum(rng.normal(-0.1, 0.3, size=(4000, 2)), 0.02)
+    draws = np.clip(rng.normal(-0.1, 0.3, size=(4000, 2)), -0.98, 0.02)  # J = 0.98 cannot lose more
     belief = bs.GainBelief.from_draws(["a", "b"], draws)
     out = bs.BinomialPairedOutcome(episodes=48)
     cands = [bs.Candidate(n, "adaptation", "data", cost=bs.Cost(real=0.75), outcome=out) for n in ("a", "b")]
