@@ -17,7 +17,7 @@ share of the gap, on net utility, from the best non-oracle strategy with no more
 episodes than the rule to `oracle_safe` that the rule closes.
 
     python benchmarks/bench_worlds.py                                   # small: 2 families, 4 worlds
-    python benchmarks/bench_worlds.py --families all --worlds 200 --jobs 2 --out benchmarks/results/worlds.json
+    python benchmarks/bench_worlds.py --families all --worlds 60 --jobs 2 --out benchmarks/results/worlds.json
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import numpy as np
 import worlds as W
 
 ORACLES = ("oracle", "oracle_safe")
-DEFAULT_STRATEGIES = ("q_cvu", "q_beta0", "mv_greedy", "thompson", "pandora", "round_robin", "dr_only",
+DEFAULT_STRATEGIES = ("q_cvu", "q_cvu@g0", "q_beta0", "mv_greedy", "thompson", "pandora", "round_robin", "dr_only",
                       "si_then_dr", "dr_then_ft", "oracle_safe")
 
 

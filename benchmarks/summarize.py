@@ -58,7 +58,7 @@ COMMANDS = {
     "scaling": "python benchmarks/bench_scaling.py --devices 1,2,4 --out benchmarks/results/scaling.json",
     "cli_errors": "python benchmarks/bench_cli_errors.py --out benchmarks/results/cli_errors.json",
     "cli_decide": "python benchmarks/bench_cli_decide.py --out benchmarks/results/cli_decide.json",
-    "worlds": ("python benchmarks/bench_worlds.py --families all --worlds 100 --jobs 2 "
+    "worlds": ("python benchmarks/bench_worlds.py --families all --worlds 60 --jobs 2 "
                "--out benchmarks/results/worlds.json"),
 }
 
@@ -448,7 +448,7 @@ def cli_decide(data: dict) -> list[str]:
 
 WORLD_COLUMNS = (("net utility", "net_utility_mean", "{:.3f}"), ("final J", "final_J_mean", "{:.3f}"),
                  ("unsafe / campaign", "unsafe_mean", "{:.2f}"), ("probe-caught unsafe", "probe_unsafe_mean", "{:.2f}"),
-                 ("rounds", "rounds_mean", "{:.1f}"))
+                 ("decisions (with the stop)", "rounds_mean", "{:.1f}"))
 
 
 def worlds(data: dict) -> list[str]:
@@ -458,7 +458,7 @@ def worlds(data: dict) -> list[str]:
         (f"{settings['worlds']} worlds per family drawn by `benchmarks/worlds.py` (families: "
          f"{', '.join(settings['families'])}), {settings['rounds']} rounds, no execution evidence at the start, "
          f"gain prior: {settings.get('gain_prior', 'library')}. Net utility is final J − λ0·spent at the prices "
-         f"{settings['prices']}; the interval is the 95% paired t-interval over worlds of the strategy's net "
+         f"{', '.join(f'{k} {v:g}' for k, v in settings['prices'].items())}; the interval is the 95% paired t-interval over worlds of the strategy's net "
          "utility minus the rule's (`q_cvu`)."), ""]
     for family, summary in data["summary"].items():
         gap = summary.get("_gap") or {}

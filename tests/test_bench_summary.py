@@ -124,3 +124,15 @@ def test_worlds_where_a_rival_already_reaches_the_safe_oracle_are_named():
             "results": [{"world": w, "strategy": k, "final_J_mean": v} for w, m in means.items() for k, v in m.items()]}
     # q_cvu itself and the oracles do not count; within 0.01 of oracle_safe does
     assert summarize._worlds_at_the_ceiling(data) == ["w1", "w3"]
+
+
+def test_the_random_world_section_reports_each_family_and_the_paired_intervals():
+    data = json.loads((summarize.HERE / "results" / "worlds.json").read_text())
+    text = "\n".join(summarize.worlds(data))
+    for family, summary in data["summary"].items():
+        assert f"**{family}**" in text
+        row = summary["mv_greedy"]
+        lo, hi = row["minus_q_cvu"]["ci95"]
+        assert f"| mv_greedy | {row['net_utility_mean']:.3f} |" in text
+        assert f"[{lo:+.3f}, {hi:+.3f}]" in text
+    assert summarize.COMMANDS["worlds"] == data["settings"]["command"]
