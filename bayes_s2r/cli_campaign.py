@@ -1,6 +1,6 @@
 """`bayes-s2r demo` and `bayes-s2r resume`: a full campaign on the built-in Brax testbed.
 
-Registered on the root `app` of `bayes_s2r.cli`. Heavy imports stay inside the commands.
+Registered on the root `app` of `bayes_s2r.cli_root`. Heavy imports stay inside the commands.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from bayes_s2r.cli import _console, app
+from bayes_s2r.cli_root import _console, app
 from bayes_s2r.cli_decide import print_view
 from bayes_s2r.errors import InputError
 
