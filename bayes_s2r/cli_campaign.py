@@ -12,8 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from bayes_s2r.cli_root import _console, app
 from bayes_s2r.cli_decide import print_view
+from bayes_s2r.cli_root import _console, app
 from bayes_s2r.errors import InputError
 
 __all__ = [
