@@ -30,7 +30,7 @@ def test_decide_refuses_naming_a_field_or_answers_validly(belief, candidates, bu
     fz.check_decide(belief, candidates, budget, weights, risk, options)
 
 
-@_property(60)  # an accepted input runs a short SVI fit
+@_property(200)  # an accepted input runs a short SVI fit
 @given(evidence=fz.evidence_lists(), candidates=fz.fit_candidate_lists(), options=fz.fit_options())
 def test_fit_gains_refuses_naming_a_field_or_gives_gains_in_range(evidence, candidates, options):
     fz.check_fit(evidence, candidates, options)
