@@ -17,7 +17,7 @@ share of the gap, on net utility, from the best non-oracle strategy with no more
 episodes than the rule to `oracle_safe` that the rule closes.
 
     python benchmarks/bench_worlds.py                                   # small: 2 families, 4 worlds
-    python benchmarks/bench_worlds.py --families all --worlds 60 --jobs 2 --out benchmarks/results/worlds.json
+    python benchmarks/bench_worlds.py --families all --worlds 120 --jobs 2 --out benchmarks/results/worlds.json
 """
 
 from __future__ import annotations

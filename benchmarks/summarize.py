@@ -58,7 +58,7 @@ COMMANDS = {
     "scaling": "python benchmarks/bench_scaling.py --devices 1,2,4 --out benchmarks/results/scaling.json",
     "cli_errors": "python benchmarks/bench_cli_errors.py --out benchmarks/results/cli_errors.json",
     "cli_decide": "python benchmarks/bench_cli_decide.py --out benchmarks/results/cli_decide.json",
-    "worlds": ("python benchmarks/bench_worlds.py --families all --worlds 60 --jobs 2 "
+    "worlds": ("python benchmarks/bench_worlds.py --families all --worlds 120 --jobs 2 "
                "--out benchmarks/results/worlds.json"),
 }
 
