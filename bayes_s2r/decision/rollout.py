@@ -91,7 +91,7 @@ class RolloutArrays(NamedTuple):
     open_rate: jax.Array
 
 
-def probe_openings(problem: Problem, candidates: tuple[Candidate, ...], risk: Any, config: DecideConfig,
+def probe_openings(candidates: tuple[Candidate, ...], risk: Any, config: DecideConfig,
                    num_outcomes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(probe_target [M], opens [K, M]) for the safety probes of `candidates`.
 
@@ -135,7 +135,7 @@ def rollout_arrays(problem: Problem, candidates: tuple[Candidate, ...], budget: 
         return out
 
     adapt = problem.is_adapt & ~problem.done
-    target, opens = probe_openings(problem, candidates, risk, config, config.cvu_samples, config.seed)
+    target, opens = probe_openings(candidates, risk, config, config.cvu_samples, config.seed)
     opens_pad = np.zeros((config.cvu_samples, mb), bool)
     opens_pad[:, :m] = opens
     probe_of = np.full(mb, -1, np.int32)

@@ -107,7 +107,7 @@ def test_no_probe_when_the_candidate_is_likely_unsafe():
 def test_probe_openings_follow_the_exact_bound():
     _, cands, risk = _probe_problem({"ft": (0.0, 50.0)})
     cfg = bs.DecideConfig.make(cvu_samples=4000)
-    target, opens = rollout.probe_openings(None, tuple(cands), risk, cfg, 4000, seed=0)
+    target, opens = rollout.probe_openings(tuple(cands), risk, cfg, 4000, seed=0)
     assert list(target) == [-1, -1, 0]
     # 60 clean runs give a Clopper–Pearson bound of 0.0487 ≤ 0.05; one unsafe run does not pass
     _, a, b = risk.mixtures["ft"]
