@@ -6,6 +6,9 @@ draws (common random numbers), turns the fitness values into centred ranks and t
 Adam step. All `population × episodes` episodes of an iteration go through the one
 compiled rollout function (`population × episodes` = 256 = one chunk by default).
 
+Brax's PPO (for a lab's own environment and network) runs through `bayes_s2r.sim.ppo.train_ppo`,
+which supplies the `jax.device_put_replicated` that Brax's trainer still calls.
+
 Generate the shipped nominal checkpoint with:
 
     python -m bayes_s2r.sim.train --out bayes_s2r/sim/checkpoints/nominal.npz
