@@ -9,12 +9,15 @@ from typing import Any
 __all__ = [
     "InputError",
     "require",
+    "require_bool",
+    "require_choice",
     "require_finite",
     "require_finite_nonneg",
     "require_int",
     "require_int_nonneg",
     "require_positive",
     "require_probability",
+    "require_seed",
     "shown",
 ]
 
@@ -111,16 +114,51 @@ def require_positive(field: str, value: Any) -> float:
     return float(value)
 
 
-def require_probability(field: str, value: Any) -> float:
-    """Return `value` as a float, or raise unless it lies strictly between 0 and 1.
+def require_probability(field: str, value: Any, *, closed: bool = False) -> float:
+    """Return `value` as a float, or raise unless it lies strictly between 0 and 1 (in [0, 1]
+    when `closed`).
 
     Example:
         >>> require_probability("delta", 0.05)
         0.05
+        >>> require_probability("alpha_exec", 0, closed=True)
+        0.0
     """
-    if not _is_real(value) or not 0 < _as_float(value) < 1:
-        raise InputError(field, value, "a probability strictly between 0 and 1")
+    v = _as_float(value) if _is_real(value) else math.nan
+    if not (0 <= v <= 1 if closed else 0 < v < 1):
+        raise InputError(field, value, "a probability in [0, 1]" if closed else
+                         "a probability strictly between 0 and 1")
     return float(value)
+
+
+def require_bool(field: str, value: Any) -> bool:
+    """Return `value`, or raise unless it is True or False (not 0, 1 or a text)."""
+    if not isinstance(value, bool):
+        raise InputError(field, value, "True or False")
+    return value
+
+
+def require_choice(field: str, value: Any, choices: tuple) -> Any:
+    """Return `value`, or raise unless it is one of `choices` (text matches text; otherwise the
+    type must match too, so True is not 1).
+
+    Example:
+        >>> require_choice("guide", "normal", ("lowrank", "normal"))
+        'normal'
+    """
+    if not any((type(value) is type(c) or isinstance(value, str) and isinstance(c, str)) and value == c
+               for c in choices):
+        raise InputError(field, shown(value), f"one of {choices}")
+    return value
+
+
+def require_seed(field: str, value: Any) -> int:
+    """Return `value` as an int, or raise unless it is a whole number >= 0 that a 64-bit PRNG
+    key holds (< 2**63)."""
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 <= value < 2**63
+    if not ok:
+        raise InputError(field, shown(value), "a whole number >= 0 and < 2**63")
+    return int(value)
 
 
 class _Shown:

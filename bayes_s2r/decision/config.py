@@ -31,13 +31,21 @@ under importance weights would need a sort per candidate and outcome.
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import stats
 
-from bayes_s2r.errors import InputError
+from bayes_s2r.errors import (
+    InputError,
+    require_bool,
+    require_choice,
+    require_finite,
+    require_finite_nonneg,
+    require_int,
+    require_probability,
+    require_seed,
+)
 
 __all__ = ["CONTINUATIONS", "MULTI_MODES", "UTILITIES", "DecideConfig", "adopt_moment", "adoption_probability",
            "evaluation_sd",
@@ -114,85 +122,41 @@ class DecideConfig(NamedTuple):
     def make(cls, **kwargs: Any) -> DecideConfig:
         """Validate every option in plain Python; InputError names the field and the value."""
         cfg = cls(**kwargs)
-        _prob("alpha_exec", cfg.alpha_exec, closed=True)
-        _prob("delta", cfg.delta, closed=False)
-        beta = _real("beta", cfg.beta)
-        if beta < 0:
-            raise InputError("beta", cfg.beta, "a finite number >= 0")
-        k = _whole_at_least("cvu_samples", cfg.cvu_samples, 2)
+        alpha = require_probability("alpha_exec", cfg.alpha_exec, closed=True)
+        delta = require_probability("delta", cfg.delta)
+        beta = require_finite_nonneg("beta", cfg.beta)
+        k = require_int("cvu_samples", cfg.cvu_samples, 2)
         for flag in ("terminal", "allow_bad_belief"):
-            if not isinstance(getattr(cfg, flag), bool):
-                raise InputError(flag, getattr(cfg, flag), "True or False")
-        seed = _whole_at_least("seed", cfg.seed, 0)
-        if seed >= 2**63:
-            raise InputError("seed", cfg.seed, "a whole number below 2**63")
-        if cfg.utility not in UTILITIES:
-            raise InputError("utility", cfg.utility, f"one of {UTILITIES}")
-        level = _real("utility_level", cfg.utility_level)
+            require_bool(flag, getattr(cfg, flag))
+        seed = require_seed("seed", cfg.seed)
+        require_choice("utility", cfg.utility, UTILITIES)
+        level = require_finite("utility_level", cfg.utility_level)
         if not 0 < level <= 0.5:
             raise InputError("utility_level", cfg.utility_level, "a level in (0, 0.5]")
-        ess = _real("collapse_ess", cfg.collapse_ess)
-        if ess < 0:
-            raise InputError("collapse_ess", cfg.collapse_ess, "a finite number >= 0")
-        bucket = _whole_at_least("bucket", cfg.bucket, 1)
-        chunk = _whole_at_least("chunk_bytes", cfg.chunk_bytes, 2**16)
+        ess = require_finite_nonneg("collapse_ess", cfg.collapse_ess)
+        bucket = require_int("bucket", cfg.bucket, 1)
+        chunk = require_int("chunk_bytes", cfg.chunk_bytes, 2**16)
         objectives = cfg.objectives
         if objectives is not None:
             objectives = (objectives,) if isinstance(objectives, str) else tuple(objectives)
             if not objectives or not all(isinstance(o, str) and o for o in objectives) or len(
                 set(objectives)) != len(objectives):
                 raise InputError("objectives", cfg.objectives, "distinct objective names in priority order")
-        tol = tuple(cfg.objective_tol)
-        for i, t in enumerate(tol):
-            if _real(f"objective_tol[{i}]", t) < 0:
-                raise InputError(f"objective_tol[{i}]", t, "a finite number >= 0")
+        tol = tuple(require_finite_nonneg(f"objective_tol[{i}]", t) for i, t in enumerate(cfg.objective_tol))
         if objectives is not None and len(tol) > len(objectives):
             raise InputError("objective_tol", cfg.objective_tol,
                              f"at most one tolerance per objective ({len(objectives)})")
-        depth = _whole("lookahead_depth", cfg.lookahead_depth)
-        if depth not in (1, 2):
-            raise InputError("lookahead_depth", cfg.lookahead_depth, "1 or 2")
-        inner_k = _whole_at_least("inner_samples", cfg.inner_samples, 2)
-        inner_s = _whole_at_least("inner_draws", cfg.inner_draws, 16)
-        if cfg.multi not in MULTI_MODES:
-            raise InputError("multi", cfg.multi, f"one of {MULTI_MODES}")
-        if cfg.continuation not in CONTINUATIONS:
-            raise InputError("continuation", cfg.continuation, f"one of {CONTINUATIONS}")
-        horizon = _whole_at_least("horizon", cfg.horizon, 0)
+        depth = require_int("lookahead_depth", cfg.lookahead_depth, 1, 2)
+        inner_k = require_int("inner_samples", cfg.inner_samples, 2)
+        inner_s = require_int("inner_draws", cfg.inner_draws, 16)
+        require_choice("multi", cfg.multi, MULTI_MODES)
+        require_choice("continuation", cfg.continuation, CONTINUATIONS)
+        horizon = require_int("horizon", cfg.horizon, 0)
         return cfg._replace(
-            alpha_exec=float(cfg.alpha_exec), delta=float(cfg.delta), beta=beta, cvu_samples=k,
-            seed=seed, utility_level=level, collapse_ess=ess, bucket=bucket, chunk_bytes=chunk,
-            objectives=objectives, objective_tol=tuple(float(t) for t in tol),
+            alpha_exec=alpha, delta=delta, beta=beta, cvu_samples=k, seed=seed, utility_level=level,
+            collapse_ess=ess, bucket=bucket, chunk_bytes=chunk, objectives=objectives, objective_tol=tol,
             lookahead_depth=depth, inner_samples=inner_k, inner_draws=inner_s, horizon=horizon,
         )
-
-
-def _real(field: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
-        math.isfinite(float(value))
-    ):
-        raise InputError(field, value, "a finite number")
-    return float(value)
-
-
-def _whole(field: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputError(field, value, "a whole number")
-    return int(value)
-
-
-def _whole_at_least(field: str, value: Any, low: int) -> int:
-    v = _whole(field, value)
-    if v < low:
-        raise InputError(field, value, f"a whole number >= {low}")
-    return v
-
-
-def _prob(field: str, value: Any, *, closed: bool) -> None:
-    v = _real(field, value) if not isinstance(value, bool) else None
-    ok = v is not None and ((0.0 <= v <= 1.0) if closed else (0.0 < v < 1.0))
-    if not ok:
-        raise InputError(field, value, "a probability in [0, 1]" if closed else "a level strictly between 0 and 1")
 
 
 def utility_constant(utility: str, level: float) -> float:
