@@ -4,10 +4,22 @@ Import it explicitly (`from bayes_s2r import sim`); the top-level package does n
 Brax. Worlds wrap Brax's `inverted_pendulum` (generalized backend) with explicit parameters
 ξ; every experiment is vectorized (vmap over episodes, scan over time) and compiled once per
 (world structure, chunk shape).
+
+A lab's own simulator and policy: `Task.from_brax(env, ...)` over any Brax environment (MJX
+included), `ParamSpace` of named mismatch directions with `DR` distributions and a Brax/
+Playground `randomization_fn`, and `Policy(apply, params)` for any JAX policy. `rollout`,
+`rollout_dr`, `sensitivity_sweep` and `paired_eval` take a `Task` where they take a `World`.
 """
 
 import contextlib as _contextlib
 import io as _io
+import warnings as _warnings
+
+# Brax warns on every model load that its own pipelines are no longer maintained; the testbed
+# knows (MJX through Brax's environments is the maintained path it supports). Only that notice
+# is dropped, so other warnings still reach the user.
+_warnings.filterwarnings("ignore", message=r"Brax System, piplines and environments are not actively",
+                         category=UserWarning)
 
 # mujoco.mjx prints a notice when its optional GPU backend (warp) is missing, which this
 # CPU/JAX testbed does not use; import it here with that notice dropped, so that JSON on
@@ -44,7 +56,9 @@ from bayes_s2r.sim.params import (
     sample_params,
     stack_params,
 )
+from bayes_s2r.sim.policy import Policy, as_policy, policy_label
 from bayes_s2r.sim.real import RealRobot, RealRun, RealTrajectories, make_excitation
+from bayes_s2r.sim.robot import Robot, is_robot
 from bayes_s2r.sim.rollout import (
     CHUNK,
     EpisodeStats,
@@ -58,7 +72,9 @@ from bayes_s2r.sim.rollout import (
     sample_init,
     simulate_batch,
 )
-from bayes_s2r.sim.sweep import SweepResult, rank_directions, sensitivity_sweep
+from bayes_s2r.sim.space import DR, Latency, ModelField, ObsBias, ObsNoise, ParamSpace, SysFn
+from bayes_s2r.sim.sweep import SweepResult, pair_effects, rank_directions, sensitivity_sweep
+from bayes_s2r.sim.task import Episode, Task, TaskStats, never, simulate_task, survived
 from bayes_s2r.sim.sysid import FITTED, SIConfig, SIResult, identify
 from bayes_s2r.sim.train import (
     CEMConfig,
@@ -82,6 +98,26 @@ from bayes_s2r.sim.world import (
 )
 
 __all__ = [
+    # a lab's own simulator, mismatch space and policy
+    "DR",
+    "Episode",
+    "Latency",
+    "ModelField",
+    "ObsBias",
+    "ObsNoise",
+    "ParamSpace",
+    "Policy",
+    "Robot",
+    "SysFn",
+    "Task",
+    "TaskStats",
+    "as_policy",
+    "is_robot",
+    "never",
+    "pair_effects",
+    "policy_label",
+    "simulate_task",
+    "survived",
     # rollouts and policies
     "CHUNK",
     "DEFAULTS",

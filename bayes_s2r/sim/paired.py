@@ -20,8 +20,12 @@ from scipy import stats as sps
 from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.records import DeploymentEval, PairedEval
 from bayes_s2r.sim.params import broadcast_params
+from bayes_s2r.sim.policy import policy_label
 from bayes_s2r.sim.real import RealRobot
-from bayes_s2r.sim.rollout import LinearPolicy, _episode_count, policy_id, simulate_batch
+from bayes_s2r.sim.robot import Robot, is_robot
+from bayes_s2r.sim.rollout import LinearPolicy, _episode_count, simulate_batch
+from bayes_s2r.sim.space import DR
+from bayes_s2r.sim.task import Task, simulate_task
 from bayes_s2r.sim.world import World
 from bayes_s2r.vocab import check_shared_interface
 
@@ -75,40 +79,57 @@ def paired_interval(treated: np.ndarray, control: np.ndarray, level: float = 0.9
     return mean, mean - half, mean + half
 
 
-def _run(key, target, policy, n):
-    if isinstance(target, RealRobot):
-        run = target.run(key, policy, n)
-        return np.asarray(run.stats.success), np.asarray(run.stats.unsafe), run.hours
+def _run(key, target, policy, n, dist=None):
+    if isinstance(target, Task):
+        if dist is None:
+            stats = simulate_task(key, target, policy, episodes=n)
+        else:  # the same draws for both arms: they depend on the key only
+            k_xi, k_run = jax.random.split(key)
+            stats = simulate_task(k_run, target, policy, dist.sample(k_xi, n), space=dist.space)
+        return np.asarray(stats.success), np.asarray(stats.unsafe), 0.0
     if isinstance(target, World):
         stats = simulate_batch(key, target, policy, broadcast_params(target.params, n))
         return np.asarray(stats.success), np.zeros(n, bool), 0.0
-    raise InputError("target", target, "a World or a RealRobot")
+    if is_robot(target):
+        run = target.run(key, policy, n)
+        success, unsafe = np.asarray(run.stats.success), np.asarray(run.stats.unsafe)
+        if success.shape != (n,) or unsafe.shape != (n,):
+            raise InputError("target.run", (success.shape, unsafe.shape),
+                             f"a run whose stats.success and stats.unsafe hold {n} episodes")
+        return success, unsafe, float(run.hours)
+    raise InputError("target", target, "a World, a sim.Task or a robot (run(key, policy, episodes), hours_used)")
 
 
-def paired_eval(key: jax.Array, target: World | RealRobot, current: LinearPolicy,
-                candidate: LinearPolicy, episodes: int = 64, *, candidate_name: str,
-                level: float = 0.95, round: int = 0, policy_name: str | None = None) -> PairedResult:
+def paired_eval(key: jax.Array, target: World | Task | Robot, current, candidate, episodes: int = 64, *,
+                candidate_name: str, level: float = 0.95, round: int = 0, policy_name: str | None = None,
+                dist: DR | None = None) -> PairedResult:
     """Compare `candidate` with `current` on matched seeds and initial states.
 
     Args:
         key: PRNG key; both policies use it identically.
-        target: a sim `World` or the `RealRobot` (which charges both arms).
-        current, candidate: the policies.
+        target: a sim `World`, a `Task`, or a robot (`RealRobot` or any object with
+            `run(key, policy, episodes)` and `hours_used`; it charges both arms).
+        current, candidate: the policies (`LinearPolicy`, or any `Policy` on a task or robot
+            that runs it).
         episodes: episodes per arm.
         candidate_name: the candidate (intervention) name for the record.
         level: confidence level of the interval.
         round: campaign round for the record.
-        policy_name: the current policy's label (default `policy_id(current)`).
+        policy_name: the current policy's label (default: its `policy_id` / `Policy.label`).
+        dist: a `Task` only: evaluate under this DR (`space.point(...)` for one model, e.g. a
+            hidden "real" one); both arms get the same draws. None: the nominal model.
     """
     n = _episode_count(episodes)
     if not 0 < level < 1:
         raise InputError("level", level, "a confidence level in (0, 1)")
-    s_cur, u_cur, h_cur = _run(key, target, current, n)
-    s_cand, u_cand, h_cand = _run(key, target, candidate, n)
+    if dist is not None and not (isinstance(target, Task) and isinstance(dist, DR)):
+        raise InputError("dist", dist, "None, or a DR (space.dr / space.point) with a Task target")
+    s_cur, u_cur, h_cur = _run(key, target, current, n, dist)
+    s_cand, u_cand, h_cand = _run(key, target, candidate, n, dist)
     delta, lo, hi = paired_interval(s_cand, s_cur, level)
     rec = PairedEval(candidate=candidate_name, successes_treated=int(s_cand.sum()), episodes_treated=n,
                      successes_control=int(s_cur.sum()), episodes_control=n, round=round, matched=True,
-                     policy=policy_name or policy_id(current))
+                     policy=policy_name or policy_label(current))
     return PairedResult(delta, lo, hi, int(s_cand.sum()), int(s_cur.sum()), n, h_cur + h_cand,
                         int(u_cur.sum() + u_cand.sum()), rec)
 
@@ -129,6 +150,6 @@ def transfer_delta(key: jax.Array, sim: World, real: RealRobot, policy: LinearPo
     run = real.run(key, policy, n)
     s_real = np.asarray(run.stats.success)
     delta, lo, hi = paired_interval(s_real, s_sim, level)
-    rec = DeploymentEval(policy=policy_name or policy_id(policy), episodes=n, successes=int(s_real.sum()),
+    rec = DeploymentEval(policy=policy_name or policy_label(policy), episodes=n, successes=int(s_real.sum()),
                          unsafe=run.unsafe, round=round)
     return TransferDelta(float(s_sim.mean()), float(s_real.mean()), delta, lo, hi, run.hours, rec)

@@ -44,6 +44,8 @@ from bayes_s2r.distributed.devices import batch_mesh
 from bayes_s2r.distributed.placement import place_batch, unpad
 from bayes_s2r.errors import InputError, require_int
 from bayes_s2r.sim.params import MAX_LATENCY, DRSpec, Params, broadcast_params, sample_params
+from bayes_s2r.sim.space import DR
+from bayes_s2r.sim.task import Task, TaskStats, simulate_task
 from bayes_s2r.sim.world import ENVS, Protocol, World, _base_system, apply_params
 
 __all__ = [
@@ -443,9 +445,12 @@ def simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: P
     return _run_chunks(world.env, world.protocol, pol, params, q0, qd0, keys, exc, record, chunk, mesh)
 
 
-def rollout(key: jax.Array, world: World, policy: LinearPolicy, episodes: int,
-            params: Params | None = None) -> EpisodeStats:
+def rollout(key: jax.Array, world: World | Task, policy, episodes: int,
+            params: Params | None = None) -> EpisodeStats | TaskStats:
     """`episodes` episodes of `policy` in `world` (at its own ξ unless `params` is given).
+
+    A `Task` runs at its nominal model (`params` must be None; use `rollout_dr` with
+    `space.point(...)` for another model) and returns `TaskStats`.
 
     Example:
         >>> import jax
@@ -455,22 +460,36 @@ def rollout(key: jax.Array, world: World, policy: LinearPolicy, episodes: int,
         (8,)
     """
     n = _episode_count(episodes)
+    if isinstance(world, Task):
+        if params is not None:
+            raise InputError("params", params, "None for a Task (pass a DR from space.point(...) to rollout_dr)")
+        return simulate_task(key, world, policy, episodes=n)
     p = broadcast_params(world.params if params is None else params, n)
     return simulate_batch(key, world, policy, p)
 
 
-def rollout_dr(key: jax.Array, world: World, policy: LinearPolicy, spec: DRSpec,
-               episodes: int) -> tuple[EpisodeStats, Params]:
+def rollout_dr(key: jax.Array, world: World | Task, policy, spec: DRSpec | DR,
+               episodes: int) -> tuple[EpisodeStats, Params] | tuple[TaskStats, jax.Array]:
     """Episodes under p_DR: one fresh ξ per episode, drawn with `key` (pass a new key to resample).
 
     For a fixed batch of ξ reused across calls, draw it once with `sample_params` and pass it
     to `simulate_batch`.
+
+    With a `Task`, `spec` is a `DR` of a `ParamSpace` (`space.dr(...)`), `policy` any `Policy`,
+    and the draws come back as values [episodes, D] (columns `spec.space.names`).
 
     Returns:
         (stats, the ξ drawn for each episode).
     """
     n = _episode_count(episodes)
     k_xi, k_run = jax.random.split(key)
+    if isinstance(world, Task):
+        if not isinstance(spec, DR):
+            raise InputError("spec", spec, "a DR of a ParamSpace (space.dr(...)) for a Task")
+        values = spec.sample(k_xi, n)
+        return simulate_task(k_run, world, policy, values, space=spec.space), values
+    if not isinstance(world, World):
+        raise InputError("world", world, "a World or a sim.Task")
     params = sample_params(k_xi, spec, n)
     return simulate_batch(k_run, world, policy, params), params
 
