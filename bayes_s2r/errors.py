@@ -103,7 +103,7 @@ def require_int(field: str, value: Any, low: int = 0, high: int | None = None) -
     ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
     if not ok or (high is not None and value > high):
         span = f">= {low}" if high is None else f"{low}..{high}"
-        raise InputError(field, value, f"a whole number {span}")
+        raise InputError(field, shown(value), f"a whole number {span}")
     return int(value)
 
 

@@ -1,4 +1,4 @@
-"""`fit_gains`: evidence → `GainBelief` by NUTS (default) or SVI.
+"""`fit_gains`: evidence → `GainBelief` by NUTS (default) or SVI; settings in `belief.inference`.
 
 The sampler is NumPyro's NUTS kernel (`numpyro.infer.hmc.hmc`) driven by one jitted function
 per chain, `chain(rng_key, data, sens) -> (sites, stats)`, which initialises, warms up and
@@ -35,15 +35,15 @@ from bayes_s2r.belief.compiled import (
     unconstrained_prototype,
 )
 from bayes_s2r.belief.data import PreparedGains, iter_records, prepare_gains
+from bayes_s2r.belief.inference import NUTS, SVI, FitConfig, fit_config
 from bayes_s2r.belief.posterior import DIAGNOSTIC_THRESHOLDS, GainBelief, diagnose_draws
-from bayes_s2r.errors import InputError, require_int, shown
+from bayes_s2r.errors import InputError, require_seed
 from bayes_s2r.evidence.records import PairedEval, PairedReturns
-from bayes_s2r.models.gains import GainPrior, gains_model
+from bayes_s2r.models.gains import gains_model
 from bayes_s2r.vocab import Candidate
 
-__all__ = ["fit_gains", "nuts_runner"]
+__all__ = ["NUTS", "SVI", "FitConfig", "fit_gains", "nuts_runner"]
 
-METHODS = ("nuts", "svi")
 _HIDDEN = ("z_mu", "z_method", "z_group", "z_cand", "drift")
 
 
@@ -116,13 +116,9 @@ def _nuts_compiled(spec, shapes: tuple, num_warmup: int, num_samples: int, num_c
     return fn
 
 
-def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", seed: int = 0, *,
-              num_warmup: int = 500, num_samples: int = 1000, num_chains: int = 2,
-              current_policy: Any = None, lineage=None, prior: GainPrior | None = None,
-              objective: str = "success", chain_method: str | None = None,
-              target_accept_prob: float = 0.9, max_tree_depth: int = 8,
-              svi_steps: int = 6000, svi_learning_rate: float = 0.02, svi_guide: str = "lowrank",
-              use_sensitivity: bool = True) -> GainBelief:
+def fit_gains(evidence, candidates: Sequence[Candidate], method: str | None = None, seed: int = 0, *,
+              config: FitConfig | None = None, current_policy: Any = None, lineage=None,
+              objective: str = "success", **options: Any) -> GainBelief:
     """Fit the gains model to the evidence and return the posterior over ΔJ(m | π_t).
 
     Args:
@@ -130,24 +126,20 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", s
         candidates: the candidate set; the belief holds its adaptation candidates (diagnosis
             and model_update candidates have gain 0 by definition), then one column
             `sensitivity:<k>` per sensitivity direction with evidence.
-        method: "nuts" (default) or "svi" (fast, variational; see `bayes_s2r.belief.svi`).
+        method: "nuts" or "svi"; None keeps the config's (NUTS by default). A method other
+            than the config's runs with that method's default settings.
         seed: seed of the PRNG key; the same seed gives the same draws.
-        num_warmup, num_samples, num_chains: NUTS settings (draws per chain). With
-            2 × 1000 draws the rank-normalised R-hat of a 64-candidate fit stays below the
-            1.01 threshold; with 2 × 500 it crossed it in about one fit in four by chance.
+        config: a `FitConfig`: the inference (`NUTS(...)`, the default, or `SVI(...)`), the
+            prior and whether to use sensitivity evidence.
         current_policy: the policy the gains refer to; default: the policy of the latest round.
         lineage: policy -> adaptations applied (in order) to reach it; enables order effects.
-        prior: `GainPrior` settings of the model.
         objective: the objective whose evidence is used.
-        chain_method: "parallel" (pmap over host devices), "sequential", or None for
-            parallel when `jax.local_device_count() >= num_chains`.
-        target_accept_prob, max_tree_depth: NUTS settings. The acceptance target defaults to
-            0.9: the candidate-level scale over a handful of siblings makes a mild funnel, and
-            smaller steps keep it free of divergences.
-        svi_steps, svi_learning_rate, svi_guide: SVI settings ("lowrank" or "normal"). The
-            steps run in one compiled loop (0.4 s for 64 candidates); with 3000, small
-            hierarchical fits sometimes stopped a quarter of an sd short in some coordinate.
-        use_sensitivity: include the sensitivity block when there is sensitivity evidence.
+        **options: `FitConfig` fields (`inference=SVI(steps=3000)`, `prior=...`,
+            `use_sensitivity=...`), which replace the config's; or flat sampler settings of the
+            chosen method (`num_warmup`, `num_samples`, `num_chains`, `target_accept_prob`,
+            `max_tree_depth`, `chain_method`; `svi_steps`, `svi_learning_rate`, `svi_guide`,
+            with num_samples × num_chains SVI draws), read by
+            `bayes_s2r.belief.inference.fit_config`.
 
     Returns:
         `GainBelief` with `diagnostics` (rhat_max, ess_min, ess_bulk_min, ess_tail_min,
@@ -159,15 +151,12 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", s
         >>> from bayes_s2r import Candidate, PairedEval
         >>> cands = [Candidate("dr", "adaptation", "data", method="DR")]
         >>> ev = [PairedEval("dr", 30, 50, 20, 50)]
-        >>> b = fit_gains(ev, cands, num_warmup=200, num_samples=200)
+        >>> b = fit_gains(ev, cands, inference=NUTS(num_warmup=200, num_samples=200))
         >>> 0.0 < float(b.mean()["dr"]) < 0.4
         True
     """
-    if method not in METHODS:
-        raise InputError("method", method, f"one of {METHODS}")
-    seed = require_int("seed", seed, 0)
-    if seed >= 2**63:  # the PRNG key holds a 64-bit seed
-        raise InputError("seed", shown(seed), "a whole number >= 0 and < 2**63")
+    cfg = fit_config(config, method, **options)
+    seed = require_seed("seed", seed)
     if isinstance(candidates, (str, bytes, Mapping)) or not isinstance(candidates, Iterable):
         raise InputError("candidates", candidates, "a sequence of Candidate")
     candidates = tuple(candidates)
@@ -182,32 +171,25 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", s
                          f"an objective of the evidence {sorted(present)} or of the candidates "
                          f"{sorted(known)}")
     prep = prepare_gains(evidence, candidates, current_policy=current_policy, lineage=lineage,
-                         prior=prior, objective=objective, use_sensitivity=use_sensitivity)
-    if method == "svi":
+                         prior=cfg.prior, objective=objective, use_sensitivity=cfg.use_sensitivity)
+    if isinstance(cfg.inference, SVI):
         from bayes_s2r.belief.svi import fit_svi
 
-        if isinstance(svi_steps, int) and not isinstance(svi_steps, bool) and svi_steps > 10**7:
-            raise InputError("svi_steps", shown(svi_steps), "a whole number of steps, at most 10**7")
-        return fit_svi(prep, seed=seed, num_steps=svi_steps, learning_rate=svi_learning_rate,
-                       guide=svi_guide, num_draws=require_int("num_samples", num_samples, 2)
-                       * require_int("num_chains", num_chains, 1))
-    num_warmup = require_int("num_warmup", num_warmup, 0)
-    num_samples = require_int("num_samples", num_samples, 2)
-    num_chains = require_int("num_chains", num_chains, 1)
-    max_tree_depth = require_int("max_tree_depth", max_tree_depth, 1)
-    if not (isinstance(target_accept_prob, float) and 0 < target_accept_prob < 1):
-        raise InputError("target_accept_prob", target_accept_prob, "a number strictly between 0 and 1")
+        return fit_svi(prep, cfg.inference, seed=seed)
+    return _fit_nuts(prep, cfg.inference, seed)
+
+
+def _fit_nuts(prep: PreparedGains, nuts: NUTS, seed: int) -> GainBelief:
+    num_chains, num_samples, chain_method = nuts.num_chains, nuts.num_samples, nuts.chain_method
     if chain_method is None:
         chain_method = "parallel" if num_chains > 1 and jax.local_device_count() >= num_chains else "sequential"
-    if chain_method not in ("parallel", "sequential"):
-        raise InputError("chain_method", chain_method, "'parallel', 'sequential' or None")
     if chain_method == "parallel" and jax.local_device_count() < num_chains:
         raise InputError("chain_method", chain_method,
                          f"'sequential' ({jax.local_device_count()} devices < {num_chains} chains)")
 
-    run = nuts_runner(prep, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                      chain_method=chain_method, target_accept=target_accept_prob,
-                      max_tree_depth=max_tree_depth)
+    run = nuts_runner(prep, num_warmup=nuts.num_warmup, num_samples=num_samples, num_chains=num_chains,
+                      chain_method=chain_method, target_accept=nuts.target_accept_prob,
+                      max_tree_depth=nuts.max_tree_depth)
     keys = jax.random.split(jax.random.key(seed), num_chains)
     sites, stats = jax.device_get(run(keys))
     names, draws = assemble(prep, sites, num_chains)
@@ -215,7 +197,7 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str = "nuts", s
     total = num_chains * num_samples
     diag = diagnose_draws(checked, int(np.sum(stats["diverging"])),
                           ess_min_required=min(DIAGNOSTIC_THRESHOLDS["ess_min"], total / 4))
-    diag.update(method="nuts", chains=num_chains, num_samples=num_samples, num_warmup=num_warmup,
+    diag.update(method="nuts", chains=num_chains, num_samples=num_samples, num_warmup=nuts.num_warmup,
                 chain_method=chain_method)
     if math.isnan(diag["rhat_max"]):
         diag["ok"] = False

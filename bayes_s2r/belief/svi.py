@@ -41,13 +41,13 @@ from bayes_s2r.belief.compiled import (
     unconstrained_prototype,
 )
 from bayes_s2r.belief.data import PreparedGains
+from bayes_s2r.belief.inference import GUIDES, SVI
 from bayes_s2r.belief.posterior import GainBelief
-from bayes_s2r.errors import InputError, require_int
+from bayes_s2r.errors import InputError
 from bayes_s2r.models.gains import gains_model
 
 __all__ = ["GUIDES", "elbo_converged", "fit_svi", "svi_runner"]
 
-GUIDES = ("lowrank", "normal")
 _KEEP = ("gain", "baseline", "sensitivity", "alpha", "mu_gain", "tau_method", "tau_group", "tau_cand")
 _INIT_SCALE = 0.1
 # A variational mean away from its optimum leaves a gradient of constant sign; near it the
@@ -175,9 +175,8 @@ def _svi_compiled(spec, shapes: tuple, num_steps: int, learning_rate: float, gui
     return fn
 
 
-def fit_svi(prep: PreparedGains, *, seed: int = 0, num_steps: int = 6000,
-            learning_rate: float = 0.02, guide: str = "lowrank", num_draws: int = 1000) -> GainBelief:
-    """Variational `GainBelief` for prepared gains evidence (see `fit_gains(method="svi")`).
+def fit_svi(prep: PreparedGains, settings: SVI | None = None, *, seed: int = 0) -> GainBelief:
+    """Variational `GainBelief` for prepared gains evidence (see `fit_gains(inference=SVI(...))`).
 
     Returns:
         `GainBelief` with method "svi" and diagnostics {variational: True, elbo, converged,
@@ -185,13 +184,11 @@ def fit_svi(prep: PreparedGains, *, seed: int = 0, num_steps: int = 6000,
         had settled and, over the last tenth of the steps, no variational mean had a
         gradient both significant (4 standard errors) and worth more than 0.25 of its sd.
     """
-
-    if guide not in GUIDES:
-        raise InputError("svi_guide", guide, f"one of {GUIDES}")
-    require_int("svi_steps", num_steps, 20)
-    if not (isinstance(learning_rate, float) and 0 < learning_rate < 1):
-        raise InputError("svi_learning_rate", learning_rate, "a number strictly between 0 and 1")
-    run = svi_runner(prep, num_steps=num_steps, learning_rate=learning_rate, guide=guide,
+    settings = SVI() if settings is None else settings
+    if not isinstance(settings, SVI):
+        raise InputError("inference", settings, "SVI(...) or None")
+    num_steps, guide, num_draws = settings.steps, settings.guide, settings.num_draws
+    run = svi_runner(prep, num_steps=num_steps, learning_rate=settings.learning_rate, guide=guide,
                      num_draws=num_draws)
     sites, losses, (grad_z, offset) = jax.device_get(run(jax.random.key(seed)))
     sites = {k: np.asarray(v)[None] for k, v in sites.items()}       # one "chain"

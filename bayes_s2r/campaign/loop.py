@@ -8,7 +8,6 @@ feasible candidate, round limit) runs the deployment check on its own evaluation
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -164,6 +163,7 @@ def adoption_level(evidence, state: CampaignState) -> DeploymentEval | None:
 def fit_round_belief(evidence, state: CampaignState, seed: int):
     """The gain belief and execution-risk belief of round t, fitted on all evidence so far."""
     from bayes_s2r.belief import fit_exec_risk, fit_gains
+    from bayes_s2r.belief.inference import SVI
 
     cfg = state.config
     evidence = list(evidence)
@@ -173,7 +173,7 @@ def fit_round_belief(evidence, state: CampaignState, seed: int):
                        **cfg.fit_options)
     if cfg.fit_method == "svi" and not belief.diagnostics.get("ok", False):
         # an optimisation that has not settled gets one longer run before the round gives up on it
-        steps = cfg.fit_options.get("svi_steps", inspect.signature(fit_gains).parameters["svi_steps"].default)
+        steps = cfg.fit_options.get("svi_steps", SVI().steps)
         options = {**cfg.fit_options, "svi_steps": 2 * steps}
         belief = fit_gains(records, state.candidates, method="svi", seed=seed + 1, current_policy=state.policy,
                            **options)

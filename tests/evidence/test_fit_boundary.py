@@ -75,7 +75,7 @@ def test_a_voided_mistyped_record_lets_the_ledger_fit_again(tmp_path):
     with Ledger(tmp_path / "l.sqlite") as ledger:
         ledger.add_many([*EVIDENCE, PairedEval("dr_typo_friction", 30, 50, 20, 50, id="typo")])
         with pytest.raises(InputError, match="dr_typo_friction"):
-            fit_gains(ledger, CANDS, method="svi", svi_steps=10, num_samples=10, num_chains=1)
+            fit_gains(ledger, CANDS, method="svi", svi_steps=20, num_samples=10, num_chains=1)
         ledger.void("typo", "candidate name mistyped")
         belief = fit_gains(ledger, CANDS, method="svi", svi_steps=200, num_samples=50, num_chains=1)
     assert list(belief.names) == ["dr_wide", "dr_narrow"]
