@@ -247,12 +247,18 @@ def ledger_export(
 
 
 def use_compile_cache(env=None) -> str | None:
-    """Point JAX's persistent compilation cache at ~/.cache/bayes_s2r/jax (before JAX starts).
+    """Point JAX's persistent compilation cache at the user's cache folder (before JAX starts).
 
     Each command is a new process; without the cache every `decide` or `demo` compiles the
-    samplers and the look-ahead again (about half of a `decide` on a 2-core CPU). A cache
-    the user configured (JAX_COMPILATION_CACHE_DIR) is left alone; BAYES_S2R_COMPILE_CACHE=off
-    turns it off, any other value is the folder to use. Returns the folder, or None.
+    samplers and the look-ahead again (on a 2-core CPU, 4 s of the NUTS sampler and 0.8 s of
+    the look-ahead on the example ledger). The folder is $XDG_CACHE_HOME/bayes_s2r/jax, else
+    ~/.cache/bayes_s2r/jax. A cache the user configured (JAX_COMPILATION_CACHE_DIR) is left
+    alone; BAYES_S2R_COMPILE_CACHE=off turns it off, any other value is the folder to use.
+    Programs that take 0.2 s or more to compile are kept (JAX's default keeps those over 1 s,
+    which would leave out the look-ahead).
+
+    Returns:
+        The folder, or None when the cache is off.
     """
     env = os.environ if env is None else env
     if "JAX_COMPILATION_CACHE_DIR" in env:
@@ -260,7 +266,9 @@ def use_compile_cache(env=None) -> str | None:
     choice = env.get("BAYES_S2R_COMPILE_CACHE", "")
     if choice.lower() == "off":
         return None
-    folder = choice or str(Path.home() / ".cache" / "bayes_s2r" / "jax")
+    xdg = env.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"  # a relative one is ignored
+    folder = choice or str(base / "bayes_s2r" / "jax")
     env["JAX_COMPILATION_CACHE_DIR"] = folder
     env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
     return folder

@@ -36,6 +36,8 @@ app = typer.Typer(
     cls=_Group,
     no_args_is_help=True,
     help="Where should the next unit of sim-to-real budget go?",
+    epilog="Compiled functions are kept between runs in $XDG_CACHE_HOME/bayes_s2r/jax (default "
+           "~/.cache/bayes_s2r/jax); set BAYES_S2R_COMPILE_CACHE to another folder, or to off.",
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
 )
