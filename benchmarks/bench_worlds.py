@@ -18,11 +18,18 @@ episodes than the rule to `oracle_safe` that the rule closes.
 
     python benchmarks/bench_worlds.py                                   # small: 2 families, 4 worlds
     python benchmarks/bench_worlds.py --families all --worlds 120 --jobs 2 --out benchmarks/results/worlds.json
+
+A long run can keep each finished world in a JSON-lines file (`--rows`): rerun the same
+command to resume it, and parts run on different machines combine with `--merge`:
+
+    python benchmarks/bench_worlds.py --families all --worlds 80 --first-world 120 --rows part.jsonl --out part.json
+    python benchmarks/bench_worlds.py --merge benchmarks/results/worlds.json part.json --out benchmarks/results/worlds.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
 import sys
@@ -116,6 +123,78 @@ def summarize(rows: list[dict], strategies: tuple[str, ...]) -> dict:
     return out
 
 
+# Settings that may differ between parts of one table: which worlds, how they were run.
+_PART_SETTINGS = ("worlds", "first_world", "command", "wall_seconds", "parts")
+
+
+def merge(results: list[dict]) -> dict:
+    """One table from parts run with the same settings on disjoint worlds.
+
+    Each world's campaigns depend only on its family, seed and strategy, so parts run apart
+    (on other machines, or resumed) make the same table as one run; the parts' settings must
+    agree on everything else and no world may appear twice.
+    """
+    first = results[0]["settings"]
+    same = {k: v for k, v in first.items() if k not in _PART_SETTINGS}
+    seen, rows, parts = set(), [], []
+    for result in results:
+        other = {k: v for k, v in result["settings"].items() if k not in _PART_SETTINGS}
+        if other != same:
+            diff = sorted(k for k in set(same) | set(other) if same.get(k) != other.get(k))
+            raise SystemExit(f"--merge: the parts' settings differ in {diff}")
+        keys = {(r["family"], r["world"]) for r in result["rows"]}
+        if keys & seen:
+            raise SystemExit(f"--merge: worlds in more than one part: {sorted(keys & seen)[:5]}")
+        seen |= keys
+        rows += result["rows"]
+        parts += result["settings"].get("parts") or [{
+            "worlds": result["settings"]["worlds"], "first_world": result["settings"]["first_world"],
+            "command": result["settings"]["command"], "wall_seconds": result["settings"]["wall_seconds"],
+            "machine": result["machine"]}]
+    strategies = tuple(same["strategies"])
+    families = same["families"]
+    worlds = sorted({r["world"] for r in rows})
+    return {"benchmark": "worlds", "machine": results[-1]["machine"],
+            "settings": {**same, "worlds": len(worlds), "first_world": worlds[0], "parts": parts,
+                         "command": "python benchmarks/bench_worlds.py --merge ...",
+                         "wall_seconds": sum(part["wall_seconds"] for part in parts)},
+            "summary": {f: summarize([r for r in rows if r["family"] == f], strategies) for f in families},
+            "rows": rows}
+
+
+def _run_tasks(tasks: list[tuple], jobs: int, rows_path: str | None) -> list[dict]:
+    """Run the worlds, appending each finished world's rows to `rows_path` (resumable)."""
+    done = []
+    if rows_path and os.path.exists(rows_path):
+        with open(rows_path) as f:
+            done = [json.loads(line) for line in f if line.strip()]
+    wanted = {(t[0], t[1]) for t in tasks}
+    done = [r for r in done if (r["family"], r["world"]) in wanted]
+    finished = {(r["family"], r["world"]) for r in done}
+    todo = [t for t in tasks if (t[0], t[1]) not in finished]
+    sink = open(rows_path, "a") if rows_path else None
+    try:
+        if jobs > 1:
+            with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+                for part in pool.imap_unordered(run_world, todo, chunksize=1):
+                    done += part
+                    if sink:
+                        sink.write("".join(json.dumps(r) + "\n" for r in part))
+                        sink.flush()
+        else:
+            for task in todo:
+                part = run_world(task)
+                done += part
+                if sink:
+                    sink.write("".join(json.dumps(r) + "\n" for r in part))
+                    sink.flush()
+    finally:
+        if sink:
+            sink.close()
+    order = {(t[0], t[1]): i for i, t in enumerate(tasks)}
+    return sorted(done, key=lambda r: order[r["family"], r["world"]])
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--families", default="easy,needle", help="comma-separated family ids, or 'all'")
@@ -128,8 +207,17 @@ def main(argv=None) -> dict:
                    help="history: each family's team prior fitted from past campaigns on other worlds of it "
                         "(worlds.team_prior); library: the library's default GainPrior")
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
+    p.add_argument("--rows", default=None, help="JSON-lines file that keeps each finished world (resumable)")
+    p.add_argument("--merge", nargs="+", default=None, metavar="RESULT",
+                   help="combine result files run with the same settings on disjoint worlds")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
+    if args.merge:
+        parts = []
+        for path in args.merge:
+            with open(path) as f:
+                parts.append(json.load(f))
+        return common.emit(merge(parts), args.out)
     families = list(W.FAMILIES) if args.families == "all" else args.families.split(",")
     for f in families:
         if f not in W.FAMILIES:
@@ -141,12 +229,7 @@ def main(argv=None) -> dict:
               {**overrides, **({"fit_options": {"prior": priors[f]}} if priors[f] else {})})
              for f in families for seed in range(args.first_world, args.first_world + args.worlds)]
     t0 = time.perf_counter()
-    if args.jobs > 1:
-        with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-            parts = pool.map(run_world, tasks, chunksize=1)
-    else:
-        parts = [run_world(t) for t in tasks]
-    rows = [r for part in parts for r in part]
+    rows = _run_tasks(tasks, args.jobs, args.rows)
     summary = {f: summarize([r for r in rows if r["family"] == f], strategies) for f in families}
     result = {
         "benchmark": "worlds", "machine": common.machine(),

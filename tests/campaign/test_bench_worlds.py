@@ -1,5 +1,7 @@
 """The random-world generator does what its table says, and the benchmarks run small."""
 
+import json
+
 import bench_planner
 import bench_worlds
 import numpy as np
@@ -54,3 +56,25 @@ def test_bench_planner_runs_small():
     out = bench_planner.main(["--draws", "1000", "--samples", "16", "--repeats", "1", "--horizon", "2"])
     assert [r["continuation"] for r in out["results"]] == ["g0", "rollout"]
     assert all(r["warm_median_s"] > 0 for r in out["results"])
+
+
+def test_bench_worlds_resumes_from_its_rows_and_merges_parts(tmp_path):
+    args = ["--families", "needle", "--strategies", "mv_greedy,oracle_safe", "--rounds", "1", "--gain-prior", "library"]
+    rows = tmp_path / "rows.jsonl"
+    first = bench_worlds.main([*args, "--worlds", "1", "--rows", str(rows)])
+    assert len(rows.read_text().splitlines()) == 2
+    both = bench_worlds.main([*args, "--worlds", "2", "--rows", str(rows)])  # world 0 read back, world 1 run
+    assert len(rows.read_text().splitlines()) == 4
+    assert both["rows"][:2] == first["rows"]
+    second = bench_worlds.main([*args, "--worlds", "1", "--first-world", "1"])
+    parts = [tmp_path / "a.json", tmp_path / "b.json"]
+    for path, result in zip(parts, (first, second), strict=True):
+        path.write_text(json.dumps(result))
+    merged = bench_worlds.main(["--merge", *map(str, parts)])
+    def untimed(summary):
+        return {s: {k: v for k, v in row.items() if k != "seconds_mean"} for s, row in summary["needle"].items()}
+
+    assert untimed(merged["summary"]) == untimed(both["summary"]) and merged["settings"]["worlds"] == 2
+    assert [p["first_world"] for p in merged["settings"]["parts"]] == [0, 1]
+    with pytest.raises(SystemExit, match="more than one part"):
+        bench_worlds.main(["--merge", str(parts[0]), str(parts[0])])
