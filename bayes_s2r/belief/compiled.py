@@ -29,7 +29,22 @@ _CPU_COMPILER_OPTIONS = MappingProxyType({"xla_backend_optimization_level": 1, "
 
 def compiler_options() -> dict:
     """XLA options for compiling the belief fits on the default backend (none off the CPU)."""
-    return dict(_CPU_COMPILER_OPTIONS) if jax.default_backend() == "cpu" else {}
+    return dict(_accepted_cpu_options()) if jax.default_backend() == "cpu" else {}
+
+
+@functools.cache
+def _accepted_cpu_options() -> MappingProxyType:
+    # XLA rejects an option it does not know (jax 0.11 dropped the fusion emitters' switch):
+    # keep those this XLA accepts, probed once on a trivial program.
+    probe = jax.jit(lambda x: x + 1).lower(jnp.float32(0))
+    accepted = {}
+    for name, value in _CPU_COMPILER_OPTIONS.items():
+        try:
+            probe.compile(compiler_options={name: value})
+        except jax.errors.JaxRuntimeError:
+            continue
+        accepted[name] = value
+    return MappingProxyType(accepted)
 
 
 def abstract(tree) -> tuple:
