@@ -119,6 +119,23 @@ def native_rate(task: str, batch: int, steps: int, repeats: int, threads: int) -
             "seconds": best, "env_steps_per_s": batch * steps / best, "n_frames": n_frames}
 
 
+def measure(task: str, batches: list[int], steps: int, repeats: int, native_threads: int | None,
+            native_batch: int | None = None) -> list[dict]:
+    """The MJX row per batch, each followed by the native row (none when `native_threads` is None)."""
+    rows = []
+    for batch in batches:
+        rows.append(mjx_rate(task, batch, steps, repeats))
+        print(rows[-1], file=sys.stderr, flush=True)
+        if native_threads:
+            rows.append(native_rate(task, native_batch or batch, steps, repeats, native_threads))
+            print(rows[-1], file=sys.stderr, flush=True)
+    native = [r["env_steps_per_s"] for r in rows if r["row"] == "native"]
+    for row in rows:  # the native rate depends on the cores, not the batch: compare with its best
+        if row["row"] == "mjx_dr" and native:
+            row["ratio_to_native"] = row["env_steps_per_s"] / max(native)
+    return rows
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", default="ant", choices=("ant", "hopper", "halfcheetah", "walker2d"))
@@ -131,19 +148,8 @@ def main(argv=None) -> dict:
     p.add_argument("--skip-native", action="store_true")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    rows = []
-    for batch in (int(b) for b in args.batches.split(",")):
-        rows.append(mjx_rate(args.task, batch, args.steps, args.repeats))
-        print(rows[-1], file=sys.stderr, flush=True)
-        if not args.skip_native:
-            rows.append(native_rate(args.task, args.native_batch or batch, args.steps, args.repeats,
-                                    args.native_threads))
-            print(rows[-1], file=sys.stderr, flush=True)
-    for row in rows:
-        if row["row"] == "mjx_dr":
-            native = [r for r in rows if r["row"] == "native"]
-            if native:  # the native rate is per core-count, not per batch: compare with the best
-                row["ratio_to_native"] = row["env_steps_per_s"] / max(r["env_steps_per_s"] for r in native)
+    rows = measure(args.task, [int(b) for b in args.batches.split(",")], args.steps, args.repeats,
+                   None if args.skip_native else args.native_threads, args.native_batch)
     result = {"benchmark": "locomotion", "machine": common.machine(),
               "settings": {"task": args.task, "steps": args.steps, "repeats": args.repeats,
                            "command": "python benchmarks/bench_locomotion.py " + " ".join(

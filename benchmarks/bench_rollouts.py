@@ -8,6 +8,11 @@ ratio, and the compile time of the first call.
 
     python benchmarks/bench_rollouts.py                       # smoke size
     python benchmarks/bench_rollouts.py --envs 256 1024 4096 --steps 200 --chunk 1024 --out r.json
+
+`--locomotion ant` (or hopper) adds rows for a locomotion task in the same run: Brax's MJX
+environment under per-environment DR with an MLP policy, against `mujoco.rollout` over the
+same model on all cores (`bench_locomotion.py`; on a CPU native MuJoCo is the floor to
+approach, not a bar to pass).
 """
 
 from __future__ import annotations
@@ -88,9 +93,18 @@ def main(argv=None) -> dict:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--mujoco-envs", type=int, default=16, help="episodes for the mj_step loop")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--locomotion", default=None, choices=("ant", "hopper"),
+                        help="also measure this locomotion task at the same batch sizes")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     result = run(args.envs, args.steps, args.chunk, args.repeats, args.mujoco_envs, args.seed)
+    if args.locomotion:
+        import os
+
+        import bench_locomotion
+
+        result["locomotion"] = bench_locomotion.measure(args.locomotion, args.envs, args.steps, args.repeats,
+                                                        os.cpu_count())
     return common.emit(result, args.out)
 
 
