@@ -58,6 +58,8 @@ COMMANDS = {
     "scaling": "python benchmarks/bench_scaling.py --devices 1,2,4 --out benchmarks/results/scaling.json",
     "cli_errors": "python benchmarks/bench_cli_errors.py --out benchmarks/results/cli_errors.json",
     "cli_decide": "python benchmarks/bench_cli_decide.py --out benchmarks/results/cli_decide.json",
+    "locomotion_gpu": ("python benchmarks/bench_locomotion.py --task ant --batches 4096,32768,131072 --steps 100 "
+                       "--repeats 3 --native-batch 512 --native-threads 2 --out benchmarks/results/locomotion_gpu.json"),
     "worlds": ("python benchmarks/bench_worlds.py --families all --worlds 120 --jobs 2 "
                "--out benchmarks/results/worlds.json"),
 }
@@ -401,6 +403,18 @@ def rollouts(data: dict) -> list[str]:
     return out + [""]
 
 
+def locomotion(data: dict) -> list[str]:
+    out = _head("locomotion_gpu", "Locomotion rollouts on a GPU", data)
+    if data.get("settings", {}).get("note"):
+        out += [data["settings"]["note"] + ".", ""]
+    out += ["| row | environments | env-steps/s | compile (s) |", "|---|---|---|---|"]
+    for r in data["rows"]:
+        what = "MJX, per-environment DR, MLP policy" if r["row"] == "mjx_dr" else f"native mujoco.rollout, {r['threads']} threads"
+        compile_s = f"{r['compile_s']:.1f}" if "compile_s" in r else ""
+        out.append(f"| {what} | {r['batch']:,} | {r['env_steps_per_s']:,.0f} | {compile_s} |")
+    return out + [""]
+
+
 def scaling(data: dict) -> list[str]:
     out = _head("scaling", "Devices", data)
     out += ["| devices | rollout env-steps/s | look-ahead | max abs diff vs one device |", "|---|---|---|---|"]
@@ -522,6 +536,7 @@ SECTIONS = [
     Section(("sbc_gains", "sbc_gains_team_prior", "allocation"),
             lambda data, team, alloc: sbc(data, team=team, allocation=alloc)),
     Section(("rollouts",), rollouts),
+    Section(("locomotion_gpu",), locomotion),
     Section(("scaling",), scaling),
     Section(("cli_errors",), cli_errors),
     Section(("cli_decide",), cli_decide),
