@@ -227,7 +227,8 @@ def main(argv=None) -> dict:
     priors = {f: W.team_prior(W.FAMILIES[f]) if args.gain_prior == "history" else None for f in families}
     tasks = [(f, seed, strategies, args.rounds,
               {**overrides, **({"fit_options": {"prior": priors[f]}} if priors[f] else {})})
-             for f in families for seed in range(args.first_world, args.first_world + args.worlds)]
+             for seed in range(args.first_world, args.first_world + args.worlds) for f in families]
+    # world-major order: a run stopped early (see --rows) has as many worlds of each family
     t0 = time.perf_counter()
     rows = _run_tasks(tasks, args.jobs, args.rows)
     summary = {f: summarize([r for r in rows if r["family"] == f], strategies) for f in families}
