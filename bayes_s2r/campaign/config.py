@@ -1,76 +1,126 @@
-"""Campaign configuration: the budget, prices, gates and loop settings, stored in the ledger."""
+"""Campaign configuration: the budget, prices, loop settings, and the `DecideConfig` and
+`FitConfig` every round uses, stored in the ledger.
+
+The options of `decide` and of `fit_gains` are not copied here: a campaign holds one
+`DecideConfig` and one `FitConfig`, so their defaults and checks are those of `decide` and
+`fit_gains`, and a new option of either needs no change in the campaign. Where the campaign
+deliberately starts from other values, they are listed once, in `CAMPAIGN_DECIDE` and
+`CAMPAIGN_FIT`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
-from bayes_s2r.decision.config import CONTINUATIONS, UTILITIES
+from bayes_s2r.belief.inference import SVI, FitConfig, fit_config
+from bayes_s2r.belief.inference import gain_prior as _gain_prior  # noqa: F401 (read by cli_decide)
+from bayes_s2r.decision.config import DecideConfig
 from bayes_s2r.decision.transition import HeadroomTransition
-from bayes_s2r.errors import InputError, require_finite_nonneg
+from bayes_s2r.errors import (
+    InputError,
+    require_bool,
+    require_finite_nonneg,
+    require_int,
+    require_probability,
+)
 from bayes_s2r.vocab import Budget, ResourceWeights
 
-__all__ = ["CampaignConfig"]
+__all__ = ["CAMPAIGN_DECIDE", "CAMPAIGN_FIT", "PER_ROUND", "CampaignConfig"]
 
-_FIT_METHODS = ("nuts", "svi")
+#: The `decide` options whose campaign default is not `DecideConfig()`'s, and why:
+#: - utility "adopt": the loop keeps a new policy only when its paired evaluation shows it
+#:   better, so a try is worth E[max(ΔJ, 0)] and not E[ΔJ] (with `accept_regressions=True`
+#:   the plain "mean" is the matching functional);
+#: - continuation "rollout": a campaign knows the rounds it has left, so the look-ahead runs
+#:   the index policy over them (`bayes_s2r.decision.rollout`) instead of one more decision;
+#: - cvu_samples 256: a campaign decides every round, and 256 outcomes keep a round short.
+CAMPAIGN_DECIDE = MappingProxyType({"utility": "adopt", "continuation": "rollout", "cvu_samples": 256})
+
+#: The campaign's fit: SVI with its default settings (fast enough to refit every round).
+CAMPAIGN_FIT = FitConfig(inference=SVI())
+
+#: `decide` options the loop sets every round: the round's seed (folded from the campaign's),
+#: whether it is the last round, and the rounds left. A campaign's `DecideConfig` leaves them
+#: at their defaults.
+PER_ROUND = ("seed", "terminal", "horizon")
 
 
-def _prob(field: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < 1.0:
-        raise InputError(field, value, "a probability strictly between 0 and 1")
-    return float(value)
+def _campaign_decide(base: DecideConfig | None, options: Mapping[str, Any]) -> DecideConfig:
+    """One validated `DecideConfig`: `base` (default `CAMPAIGN_DECIDE` over `DecideConfig()`)
+    with `options` replacing its fields; errors are `DecideConfig.make`'s own."""
+    if base is None:
+        base = DecideConfig(**CAMPAIGN_DECIDE)
+    elif not isinstance(base, DecideConfig):
+        raise InputError("config.decide", base, "a DecideConfig")
+    cfg = DecideConfig.make(**{**base._asdict(), **options})
+    for name in PER_ROUND:
+        if getattr(cfg, name) != DecideConfig._field_defaults[name]:
+            raise InputError(f"config.decide.{name}", getattr(cfg, name),
+                             f"the default {DecideConfig._field_defaults[name]!r}: the campaign sets it every round")
+    return cfg
 
 
-def _count(field: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(field, value, f"a whole number >= {minimum}")
+def _campaign_fit(base: FitConfig | None, method: Any, options: Any) -> FitConfig:
+    """One validated `FitConfig`: `base` (default `CAMPAIGN_FIT`) changed by the flat
+    `fit_method` and `fit_options` of `fit_gains`; errors name them under "config."."""
+    if base is None:
+        base = CAMPAIGN_FIT
+    elif not isinstance(base, FitConfig):
+        raise InputError("config.fit", base, "a FitConfig")
+    if options is None:
+        options = {}
+    if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
+        raise InputError("config.fit_options", options, "a mapping of fit_gains keyword arguments")
+    try:
+        return fit_config(base, method, **options)
+    except InputError as e:
+        where = "config.fit_method" if e.field == "method" else f"config.fit_options.{e.field}"
+        raise InputError(where, e.value, e.expected) from None
+
+
+def _plain(value: Any) -> Any:
+    """`value` with every tuple a list, as JSON keeps it."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
     return value
 
 
-def _gain_prior(value: Any, field: str = "config.fit_options.prior"):
-    """A `GainPrior` from itself or from a mapping of its fields (as stored in the ledger);
-    `field` names the input in errors."""
-    from bayes_s2r.models.gains import GainPrior
-
-    if isinstance(value, GainPrior):
-        return value
-    fields = {f.name for f in dataclasses.fields(GainPrior)}
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise InputError(field, value, "a GainPrior or a mapping of its fields")
-    unknown = sorted(set(value) - fields)
-    if unknown:
-        raise InputError(f"{field}.{unknown[0]}", value[unknown[0]], f"a field among {sorted(fields)}")
-    return GainPrior(**value)
-
-
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, init=False)
 class CampaignConfig:
     """Everything a campaign needs besides its candidates and its executor.
+
+    Every field of `decide` and `fit` also reads as an attribute (`config.beta`,
+    `config.fit_method`), and may be given flat as a keyword: `CampaignConfig(budget, beta=0.5,
+    cvu_samples=64, fit_method="svi", fit_options={"svi_steps": 3000})` replaces those
+    fields of the given (or default) `decide` and `fit`.
 
     Args:
         budget: the starting budget b_0 (also the reference for scarcity pricing).
         weights: resource weights λ0 and the scarcity exponent.
-        alpha_exec: execution-risk level of the candidate gate.
-        alpha_deploy: deployment-risk level the terminal policy must meet.
-        delta: one minus the confidence of both upper bounds.
-        beta: weight of the look-ahead value CVU in Q.
-        cvu_samples: simulated outcomes per candidate in the look-ahead.
+        decide: the options of every round's `decide` (alpha_exec, delta, beta, cvu_samples,
+            utility, lookahead_depth, continuation, allow_bad_belief, ...). Default:
+            `DecideConfig()` with `CAMPAIGN_DECIDE`; a given one is used as it is. Its
+            `PER_ROUND` fields stay at their defaults: each round sets its seed, whether it
+            is the last (CVU = 0) and the rounds left (the rollout's horizon); the round
+            before the last looks one decision ahead whatever `lookahead_depth` says.
+        fit: the gains fit of every round (`FitConfig`; default `CAMPAIGN_FIT`). Stored in
+            the ledger with its prior, so a resumed campaign fits the same way. An SVI fit
+            that has not converged gets one run with twice the steps.
+        fit_method, fit_options: the flat form of `fit`: `fit_gains`'s method and keyword
+            arguments (svi_steps, num_samples, prior, use_sensitivity, ...).
+        alpha_deploy: deployment-risk level the terminal policy must meet (at level 1 − δ of
+            the decide options).
         max_rounds: round limit; the last round is terminal (CVU = 0).
-        fit_method: "nuts" (exact, slower) or "svi" (fast) for the gain posterior.
-        utility: the decision functional ("mean", "lcb", "cvar", "adopt"). Default "adopt":
-            the loop keeps a new policy only when its paired evaluation shows it better, so
-            a try is worth E[max(ΔJ, 0)] and not E[ΔJ]; with `accept_regressions=True` the
-            plain "mean" is the matching functional.
         deploy_episodes: episodes of the deployment evaluation at the stop.
         accept_regressions: adopt an adaptation's policy even when its paired evaluation
             does not show it better than the current one (default False: a lab does not
             deploy a measured regression, and a tie keeps the incumbent; the evidence is
             kept either way).
-        allow_bad_belief: decide on a belief that failed its diagnostics.
-        fit_options: further keyword arguments of `fit_gains` (e.g. svi_steps, num_samples,
-            prior). `prior` is a `GainPrior` or a mapping of its fields; it is stored in the
-            ledger as that mapping, so a resumed campaign fits with the same prior.
         seed: the campaign's seed; round t uses a key folded from it and t.
         repeat_share: what the look-ahead expects a repeat of the adaptation just deployed
             to bring, as a share of its first gain (`HeadroomTransition.repeat_share`).
@@ -81,81 +131,83 @@ class CampaignConfig:
             candidate first for the sake of repeating it (scarce budget, library prior, 64
             look-ahead samples, 100 seeds: mean J 0.70 vs 0.68, a paired interval of the
             difference that still holds 0).
-        lookahead_depth: decisions the look-ahead sees after the one it scores: 1 (DESIGN's
-            CVU) or 2 (`decide(..., lookahead_depth=2)`), which values an experiment whose
-            worth shows two decisions later, e.g. a cheap pilot before costly tries. The
-            round before the last looks one decision ahead whatever this says. Used by the
-            "g0" continuation only.
-        continuation: what the look-ahead puts in place of the value of the rest of the
-            campaign: "rollout" (the default: the index policy run over every round left, in
-            scenarios drawn from the posterior; `bayes_s2r.decision.rollout`) or "g0"
-            (DESIGN's one-step G0).
         sim_risk_prior: a simulation-based execution-risk prior, candidate name ->
             (unsafe, executions) in simulation (`fit_exec_risk(sim_prior=...)`): the gate's
             bound for a robot-touching candidate before the robot has run it, and the prior
             from which the look-ahead values a safety probe.
+        **options: `DecideConfig` fields, replacing those of `decide`.
     """
 
     budget: Budget
     weights: ResourceWeights = dataclasses.field(default_factory=ResourceWeights)
-    alpha_exec: float = 0.05
+    decide: DecideConfig = dataclasses.field(default_factory=lambda: DecideConfig(**CAMPAIGN_DECIDE))
+    fit: FitConfig = CAMPAIGN_FIT
     alpha_deploy: float = 0.05
-    delta: float = 0.05
-    beta: float = 1.0
-    cvu_samples: int = 256
     max_rounds: int = 8
-    fit_method: str = "svi"
-    utility: str = "adopt"
     deploy_episodes: int = 200
     accept_regressions: bool = False
-    allow_bad_belief: bool = False
-    fit_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     seed: int = 0
     repeat_share: float = 0.0
-    lookahead_depth: int = 1
-    continuation: str = "rollout"
     sim_risk_prior: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
-    def __post_init__(self):
-        if not isinstance(self.budget, Budget):
-            raise InputError("config.budget", self.budget, "a Budget")
-        if not isinstance(self.weights, ResourceWeights):
-            raise InputError("config.weights", self.weights, "a ResourceWeights")
-        for f in ("alpha_exec", "alpha_deploy", "delta"):
-            object.__setattr__(self, f, _prob(f"config.{f}", getattr(self, f)))
-        if isinstance(self.beta, bool) or not isinstance(self.beta, (int, float)) or self.beta < 0:
-            raise InputError("config.beta", self.beta, "a number >= 0")
-        _count("config.cvu_samples", self.cvu_samples, 1)
-        _count("config.max_rounds", self.max_rounds, 1)
-        _count("config.deploy_episodes", self.deploy_episodes, 1)
-        _count("config.seed", self.seed, 0)
-        if self.fit_method not in _FIT_METHODS:
-            raise InputError("config.fit_method", self.fit_method, f"one of {_FIT_METHODS}")
-        if self.utility not in UTILITIES:
-            raise InputError("config.utility", self.utility, f"one of {UTILITIES}")
-        if not isinstance(self.fit_options, Mapping) or not all(isinstance(k, str) for k in self.fit_options):
-            raise InputError("config.fit_options", self.fit_options, "a mapping of fit_gains keyword arguments")
-        allowed = {"num_warmup", "num_samples", "num_chains", "svi_steps", "svi_learning_rate",
-                   "svi_guide", "target_accept_prob", "max_tree_depth", "use_sensitivity", "prior"}
-        for k in self.fit_options:
-            if k not in allowed:
-                raise InputError(f"config.fit_options.{k}", self.fit_options[k], f"a key among {sorted(allowed)}")
-        options = dict(self.fit_options)
-        if "prior" in options:
-            options["prior"] = _gain_prior(options["prior"])
-        object.__setattr__(self, "fit_options", options)
-        for f in ("accept_regressions", "allow_bad_belief"):
-            if not isinstance(getattr(self, f), bool):
-                raise InputError(f"config.{f}", getattr(self, f), "true or false")
-        require_finite_nonneg("config.repeat_share", self.repeat_share)
-        if type(self.lookahead_depth) is not int or self.lookahead_depth not in (1, 2):
-            raise InputError("config.lookahead_depth", self.lookahead_depth, "1 or 2")
-        if self.continuation not in CONTINUATIONS:
-            raise InputError("config.continuation", self.continuation, f"one of {CONTINUATIONS}")
-        if not isinstance(self.sim_risk_prior, Mapping):
-            raise InputError("config.sim_risk_prior", self.sim_risk_prior, "a mapping name -> (unsafe, executions)")
-        object.__setattr__(self, "sim_risk_prior", {k: tuple(v) if isinstance(v, (list, tuple)) else v
-                                                    for k, v in self.sim_risk_prior.items()})
+    def __init__(self, budget: Budget, weights: ResourceWeights | None = None, *,
+                 decide: DecideConfig | None = None, fit: FitConfig | None = None, fit_method: str | None = None,
+                 fit_options: Mapping[str, Any] | None = None, **options: Any):
+        own = {f.name: f for f in dataclasses.fields(self)}
+        unknown = sorted(set(options) - set(own) - set(DecideConfig._fields))
+        if unknown:
+            raise InputError(f"config.{unknown[0]}", options[unknown[0]],
+                             f"a field of CampaignConfig or DecideConfig among {sorted({*own, *DecideConfig._fields})}")
+        if not isinstance(budget, Budget):
+            raise InputError("config.budget", budget, "a Budget")
+        weights = ResourceWeights() if weights is None else weights
+        if not isinstance(weights, ResourceWeights):
+            raise InputError("config.weights", weights, "a ResourceWeights")
+        values = {"budget": budget, "weights": weights,
+                  "decide": _campaign_decide(decide, {k: v for k, v in options.items()
+                                                      if k in DecideConfig._fields and k not in own}),
+                  "fit": _campaign_fit(fit, fit_method, fit_options)}
+        for name, f in own.items():
+            if name not in values:
+                default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+                values[name] = options.get(name, default)
+        values["alpha_deploy"] = require_probability("config.alpha_deploy", values["alpha_deploy"])
+        for name, low in (("max_rounds", 1), ("deploy_episodes", 1), ("seed", 0)):
+            values[name] = require_int(f"config.{name}", values[name], low)
+        require_bool("config.accept_regressions", values["accept_regressions"])
+        values["repeat_share"] = require_finite_nonneg("config.repeat_share", values["repeat_share"])
+        prior = values["sim_risk_prior"]
+        if not isinstance(prior, Mapping):
+            raise InputError("config.sim_risk_prior", prior, "a mapping name -> (unsafe, executions)")
+        values["sim_risk_prior"] = {k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in prior.items()}
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # the decide options read as the campaign's own (`config.beta`), as they always did
+        if name in DecideConfig._fields and name not in PER_ROUND:
+            return getattr(object.__getattribute__(self, "decide"), name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def fit_method(self) -> str:
+        """The fit's method, "nuts" or "svi"."""
+        return self.fit.method
+
+    @property
+    def fit_options(self) -> dict[str, Any]:
+        """The fit as `fit_gains` keyword arguments besides `method` (`fit_options` of the
+        flat form; an SVI fit's draws as num_samples × 1 chain)."""
+        inf, out = self.fit.inference, {}
+        if isinstance(inf, SVI):
+            out.update(svi_steps=inf.steps, svi_learning_rate=inf.learning_rate, svi_guide=inf.guide,
+                       num_samples=inf.num_draws, num_chains=1)
+        else:
+            out.update(dataclasses.asdict(inf))
+        out["use_sensitivity"] = self.fit.use_sensitivity
+        if self.fit.prior is not None:
+            out["prior"] = self.fit.prior
+        return out
 
     @property
     def transition(self) -> HeadroomTransition:
@@ -163,14 +215,20 @@ class CampaignConfig:
         return HeadroomTransition(repeat_share=float(self.repeat_share))
 
     def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
+        """JSON data for the ledger (tuples as lists); `from_dict` reads it back to an equal config."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["budget"] = dataclasses.asdict(self.budget)
         out["weights"] = dataclasses.asdict(self.weights)
-        out["fit_options"] = {k: dataclasses.asdict(v) if k == "prior" else v for k, v in self.fit_options.items()}
-        return out
+        out["decide"] = {k: v for k, v in self.decide._asdict().items() if k not in PER_ROUND}
+        out["fit"] = self.fit.to_mapping()
+        out["sim_risk_prior"] = dict(self.sim_risk_prior)
+        return _plain(out)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CampaignConfig:
+        """The config of `to_dict`'s data, or of the flat form ledgers stored before the
+        config held a `DecideConfig` and a `FitConfig` (decide options, `fit_method` and
+        `fit_options` side by side with the campaign's fields)."""
         if not isinstance(data, Mapping) or "budget" not in data:
             raise InputError("config", data, "a mapping with at least a budget")
         values = dict(data)
@@ -180,8 +238,12 @@ class CampaignConfig:
             if not isinstance(w, Mapping):
                 raise InputError("config.weights", w, "a mapping real/compute/eng/scarcity")
             values["weights"] = ResourceWeights(**w)
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise InputError(f"config.{unknown[0]}", values[unknown[0]], f"a field among {sorted(known)}")
+        if "decide" in values:
+            d = values["decide"]
+            unknown = sorted(set(d) - set(DecideConfig._fields)) if isinstance(d, Mapping) else [None]
+            if unknown:
+                raise InputError("config.decide", d, f"a mapping of DecideConfig fields {list(DecideConfig._fields)}")
+            values["decide"] = DecideConfig(**d)
+        if "fit" in values:
+            values["fit"] = FitConfig.from_mapping(values["fit"], "config.fit")
         return cls(**values)

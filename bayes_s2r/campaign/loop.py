@@ -8,6 +8,7 @@ feasible candidate, round limit) runs the deployment check on its own evaluation
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -169,14 +170,17 @@ def fit_round_belief(evidence, state: CampaignState, seed: int):
     evidence = list(evidence)
     level = adoption_level(evidence, state)
     records = evidence + ([level] if level is not None else [])
-    belief = fit_gains(records, state.candidates, method=cfg.fit_method, seed=seed, current_policy=state.policy,
-                       **cfg.fit_options)
-    if cfg.fit_method == "svi" and not belief.diagnostics.get("ok", False):
+
+    def fit(settings, seed):
+        # the FitConfig's fields as keywords: a new field reaches fit_gains with no change here
+        fields = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
+        return fit_gains(records, state.candidates, seed=seed, current_policy=state.policy, **fields)
+
+    belief = fit(cfg.fit, seed)
+    if isinstance(cfg.fit.inference, SVI) and not belief.diagnostics.get("ok", False):
         # an optimisation that has not settled gets one longer run before the round gives up on it
-        steps = cfg.fit_options.get("svi_steps", SVI().steps)
-        options = {**cfg.fit_options, "svi_steps": 2 * steps}
-        belief = fit_gains(records, state.candidates, method="svi", seed=seed + 1, current_policy=state.policy,
-                           **options)
+        longer = dataclasses.replace(cfg.fit.inference, steps=2 * cfg.fit.inference.steps)
+        belief = fit(dataclasses.replace(cfg.fit, inference=longer), seed + 1)
     risk = fit_exec_risk(evidence, state.candidates, sim_prior=cfg.sim_risk_prior or None)
     return belief, risk
 
@@ -262,23 +266,25 @@ def run_round(ledger: Ledger, executor: Executor, *, chooser=None) -> RoundRepor
 def round_decision(state: CampaignState, ledger: Ledger, seed: int, *, beta: float | None = None,
                    terminal: bool | None = None, cvu_samples: int | None = None):
     """Fit round t's belief on the ledger's evidence and call `decide` with the campaign's
-    settings; `beta`, `terminal` and `cvu_samples` override the campaign's β, "last round"
+    `DecideConfig` and the round's own settings (its seed, whether it is the last round, the
+    rounds left); `beta`, `terminal` and `cvu_samples` override the campaign's β, "last round"
     and look-ahead samples. Returns (decision, belief)."""
     from bayes_s2r.decision import decide
 
     cfg, t = state.config, state.round
     belief, risk = fit_round_belief(ledger.summed_records(), state, seed)
-    beta = cfg.beta if beta is None else beta
-    # two decisions ahead only where two more rounds remain and CVU counts
-    depth = cfg.lookahead_depth if t < cfg.max_rounds - 2 and beta > 0 else 1
+    beta = cfg.decide.beta if beta is None else beta
     terminal = (t == cfg.max_rounds - 1) if terminal is None else terminal
+    per_round = {
+        "beta": beta, "terminal": terminal, "seed": seed,
+        # two decisions ahead only where two more rounds remain and CVU counts
+        "lookahead_depth": cfg.decide.lookahead_depth if t < cfg.max_rounds - 2 and beta > 0 else 1,
+        "horizon": 0 if terminal else max(cfg.max_rounds - t - 1, 0),
+        **({} if cvu_samples is None else {"cvu_samples": cvu_samples}),
+    }
     decision = decide(
-        belief, state.candidates, state.budget, cfg.weights, risk=risk, alpha_exec=cfg.alpha_exec,
-        delta=cfg.delta, beta=beta, cvu_samples=cfg.cvu_samples if cvu_samples is None else cvu_samples,
-        terminal=terminal, seed=seed, reference=cfg.budget,
-        current_J=state.current_J, done=state.done, utility=cfg.utility,
-        allow_bad_belief=cfg.allow_bad_belief, transition=cfg.transition, lookahead_depth=depth,
-        continuation=cfg.continuation, horizon=0 if terminal else max(cfg.max_rounds - t - 1, 0),
+        belief, state.candidates, state.budget, cfg.weights, risk=risk, config=cfg.decide, reference=cfg.budget,
+        current_J=state.current_J, done=state.done, transition=cfg.transition, **per_round,
     )
     return decision, belief
 

@@ -122,6 +122,12 @@ def normalize_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     camp = dict(meta["campaign"]) if isinstance(meta.get("campaign"), Mapping) else {}
     cfg = meta.get("campaign.config")
     if isinstance(cfg, Mapping):
+        # a campaign stores its decide options under "decide" and its fit under "fit"
+        # (earlier ledgers, flat); the campaign's own keys win (its seed is not decide's)
+        nested = cfg.get("decide") if isinstance(cfg.get("decide"), Mapping) else {}
+        fit = cfg.get("fit") if isinstance(cfg.get("fit"), Mapping) else {}
+        method = fit.get("inference", {}).get("method") if isinstance(fit.get("inference"), Mapping) else None
+        cfg = {**nested, **({"fit_method": method} if method else {}), **cfg}
         for k in ("seed", "weights", "alpha_exec", "alpha_deploy", "delta", "beta", "fit_method",
                   "max_rounds", "utility"):
             if k in cfg:

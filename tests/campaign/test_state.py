@@ -19,7 +19,7 @@ def test_config_round_trips_through_a_dict():
     assert bs.CampaignConfig.from_dict(old).repeat_share == 0.0
 
 
-@pytest.mark.parametrize("field,value", [("alpha_exec", 0.0), ("delta", 1.5), ("max_rounds", 0),
+@pytest.mark.parametrize("field,value", [("alpha_exec", -0.1), ("delta", 1.5), ("max_rounds", 0),
                                          ("fit_method", "mcmc"), ("beta", -1.0), ("seed", -2),
                                          ("repeat_share", -0.5), ("repeat_share", float("nan"))])
 def test_config_rejects_bad_values(field, value):
