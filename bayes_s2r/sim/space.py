@@ -82,7 +82,7 @@ def _resolve(items: tuple, attr: str, sys: Any, field: str) -> tuple:
             kind = attr.split(".")[-1].split("_")[0]
             try:
                 out.append(int(getattr(mj, kind)(item[1]).id))
-            except Exception:
+            except (AttributeError, KeyError, TypeError, ValueError):
                 raise InputError(field, item[1], f"the name of a {kind} in the model") from None
     return tuple(out)
 
