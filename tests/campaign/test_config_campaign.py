@@ -43,6 +43,11 @@ def test_a_decide_option_is_refused_at_construction_as_decide_refuses_it(field, 
     assert by_campaign.value.field == field
 
 
+def test_what_decide_accepts_the_campaign_accepts():
+    cfg = bs.CampaignConfig(BUDGET, alpha_exec=0.0, cvu_samples=2, utility="cvar", multi="pareto")
+    assert (cfg.alpha_exec, cfg.cvu_samples, cfg.utility, cfg.multi) == (0.0, 2, "cvar", "pareto")
+
+
 def test_every_decide_option_reads_as_the_campaigns_and_round_trips():
     cfg = bs.CampaignConfig(BUDGET, beta=0.5, utility_level=0.2, objectives=("success",), collapse_ess=10.0)
     for f in bs.DecideConfig._fields:
