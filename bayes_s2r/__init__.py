@@ -38,7 +38,7 @@ _LAZY = {
         "fit_exec_risk", "fit_sensitivity",
     ], "bayes_s2r.belief"),
     **dict.fromkeys([
-        "decide", "Decision", "DecideConfig", "HeadroomTransition", "NoTransition",
+        "decide", "Decision", "DecideConfig", "HeadroomTransition", "NoTransition", "AlternativesTransition",
     ], "bayes_s2r.decision"),
     **dict.fromkeys([
         "CampaignConfig", "Execution", "Executor", "SyntheticExecutor", "SyntheticWorld",

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 from bayes_s2r.errors import InputError, require_finite_nonneg
 
-__all__ = ["HeadroomTransition", "NoTransition", "repeat_share", "resolve_transition"]
+__all__ = ["TRANSITIONS", "AlternativesTransition", "HeadroomTransition", "NoTransition", "repeat_share", "resolve_transition"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +77,35 @@ class NoTransition:
 
     def apply(self, mean, var, own_gain, j_now):
         return mean, var
+
+
+@dataclasses.dataclass(frozen=True)
+class AlternativesTransition:
+    """The candidates are alternatives: each is trained from the same start policy, and a lab
+    keeps the best one it has measured (Weitzman's Pandora's box).
+
+    Once m is deployed, another candidate is worth only what it adds over m: every gain's
+    mean drops by m's gain, and its variance is left as it was. A repeat of m brings
+    nothing new (`repeat_share` 0).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> m, v = AlternativesTransition().apply(jnp.array([0.2, 0.1]), jnp.array([0.01, 0.04]), 0.15, 0.5)
+        >>> [round(float(x), 3) for x in m], [round(float(x), 4) for x in v]
+        ([0.05, -0.05], [0.01, 0.04])
+    """
+
+    repeat_share: float = 0.0
+
+    def __post_init__(self):
+        require_finite_nonneg("AlternativesTransition.repeat_share", self.repeat_share)
+
+    def apply(self, mean, var, own_gain, j_now):
+        return mean - own_gain, var
+
+
+#: Transition rules by name, as a campaign stores them.
+TRANSITIONS = {"headroom": HeadroomTransition, "alternatives": AlternativesTransition, "none": NoTransition}
 
 
 def repeat_share(rule) -> float:
