@@ -18,10 +18,11 @@ from typing import Any
 from bayes_s2r.belief.inference import SVI, FitConfig, fit_config
 from bayes_s2r.belief.inference import gain_prior as _gain_prior  # noqa: F401 (read by cli_decide)
 from bayes_s2r.decision.config import DecideConfig
-from bayes_s2r.decision.transition import HeadroomTransition
+from bayes_s2r.decision.transition import TRANSITIONS
 from bayes_s2r.errors import (
     InputError,
     require_bool,
+    require_choice,
     require_finite_nonneg,
     require_int,
     require_probability,
@@ -131,6 +132,11 @@ class CampaignConfig:
             candidate first for the sake of repeating it (scarce budget, library prior, 64
             look-ahead samples, 100 seeds: mean J 0.70 vs 0.68, a paired interval of the
             difference that still holds 0).
+        transition_rule: how the other candidates' gains move once one is deployed, by name
+            (`bayes_s2r.decision.transition.TRANSITIONS`): "headroom" (default: each
+            adapts the deployed policy, and gains shrink with the headroom left) or
+            "alternatives" (each is trained from the same start policy and the best one
+            measured is kept, so the others are worth what they add over it).
         sim_risk_prior: a simulation-based execution-risk prior, candidate name ->
             (unsafe, executions) in simulation (`fit_exec_risk(sim_prior=...)`): the gate's
             bound for a robot-touching candidate before the robot has run it, and the prior
@@ -148,6 +154,7 @@ class CampaignConfig:
     accept_regressions: bool = False
     seed: int = 0
     repeat_share: float = 0.0
+    transition_rule: str = "headroom"
     sim_risk_prior: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __init__(self, budget: Budget, weights: ResourceWeights | None = None, *,
@@ -176,6 +183,7 @@ class CampaignConfig:
             values[name] = require_int(f"config.{name}", values[name], low)
         require_bool("config.accept_regressions", values["accept_regressions"])
         values["repeat_share"] = require_finite_nonneg("config.repeat_share", values["repeat_share"])
+        require_choice("config.transition_rule", values["transition_rule"], tuple(TRANSITIONS))
         prior = values["sim_risk_prior"]
         if not isinstance(prior, Mapping):
             raise InputError("config.sim_risk_prior", prior, "a mapping name -> (unsafe, executions)")
@@ -210,9 +218,9 @@ class CampaignConfig:
         return out
 
     @property
-    def transition(self) -> HeadroomTransition:
-        """The look-ahead's transition rule: `HeadroomTransition(repeat_share=...)`."""
-        return HeadroomTransition(repeat_share=float(self.repeat_share))
+    def transition(self):
+        """The look-ahead's transition rule: `transition_rule`'s, with `repeat_share`."""
+        return TRANSITIONS[self.transition_rule](repeat_share=float(self.repeat_share))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON data for the ledger (tuples as lists); `from_dict` reads it back to an equal config."""

@@ -174,3 +174,20 @@ def test_each_round_decides_with_the_campaigns_decide_config(tmp_path, monkeypat
     assert {k for k in seen["options"] if k in bs.DecideConfig._fields} == {
         "beta", "terminal", "seed", "lookahead_depth", "horizon"}
     ledger.close()
+
+
+def test_the_transition_rule_is_chosen_by_name_stored_and_checked():
+    import bayes_s2r as bs
+    from bayes_s2r.campaign.config import CampaignConfig
+    from bayes_s2r.errors import InputError
+
+    budget = bs.Budget(real=1.0, compute=1.0, eng=1.0)
+    assert CampaignConfig(budget).transition == bs.HeadroomTransition(repeat_share=0.0)
+    alt = CampaignConfig(budget, transition_rule="alternatives")
+    assert alt.transition == bs.AlternativesTransition()
+    assert CampaignConfig.from_dict(alt.to_dict()) == alt
+    old = alt.to_dict()
+    del old["transition_rule"]  # stored before the option existed: the default
+    assert CampaignConfig.from_dict(old).transition_rule == "headroom"
+    with pytest.raises(InputError, match="config.transition_rule"):
+        CampaignConfig(budget, transition_rule="stacking")
