@@ -35,7 +35,6 @@ robot time for two steps, where the order of the choices decides the final J.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -55,7 +54,8 @@ from allocation_world import (
     history_records,
 )
 
-from bayes_s2r.campaign import STRATEGY_IDS, CampaignConfig
+from bayes_s2r.campaign import STRATEGY_IDS
+from bayes_s2r.campaign.config import CAMPAIGN_DECIDE
 
 ORACLES = ("oracle", "oracle_safe")
 #: The strategies whose choice is `bayes_s2r.decide`'s, with its flip probability.
@@ -84,7 +84,7 @@ TEAM_GAIN_PRIOR = "history"
 HISTORY_SEED = 7
 
 #: The look-ahead's sample count as users get it (fewer samples make the rule's near-ties noisier).
-_LIBRARY_CVU_SAMPLES = next(f.default for f in dataclasses.fields(CampaignConfig) if f.name == "cvu_samples")
+_LIBRARY_CVU_SAMPLES = CAMPAIGN_DECIDE["cvu_samples"]
 
 
 def _gain_prior_arg(text: str):
