@@ -22,7 +22,9 @@ Families (each a `Family`; `FAMILIES` below):
 | `pandora`  | alternatives from the start policy, near-exact evaluations: Weitzman's setting   |
 
 Every campaign starts with no execution evidence: robot-touching candidates are shut by
-the gate until a probe (or a simulation-based risk prior) opens it.
+the gate until a probe (or a simulation-based risk prior) opens it. A campaign declares how
+its candidates are trained (`CampaignConfig.transition_rule`): "alternatives" in the
+pandora mode, "headroom" otherwise.
 """
 
 from __future__ import annotations
@@ -292,9 +294,12 @@ def net_utility(final_J: float, spent: bs.Cost) -> float:
 
 def campaign_config(world: World, *, max_rounds: int, seed: int, **overrides) -> bs.CampaignConfig:
     """The campaign settings every strategy shares on `world` (library defaults otherwise)."""
+    # a lab knows how its candidates are trained: from the deployed policy (gains shrink with
+    # the headroom left) or each from the start policy (alternatives, the best one kept)
+    rule = "alternatives" if world.pandora else "headroom"
     return bs.CampaignConfig(budget=world.budget, weights=bs.ResourceWeights(**PRICES, scarcity=0.0),
                              max_rounds=max_rounds, seed=seed, deploy_episodes=50,
-                             sim_risk_prior=dict(world.sim_risk), **overrides)
+                             sim_risk_prior=dict(world.sim_risk), **{"transition_rule": rule, **overrides})
 
 
 def _json_safe(value: float) -> float | None:
