@@ -56,7 +56,7 @@ from bayes_s2r.sim.params import (
     sample_params,
     stack_params,
 )
-from bayes_s2r.sim.policy import Policy, as_policy, policy_label
+from bayes_s2r.sim.policy import Policy, as_policy
 from bayes_s2r.sim.real import RealRobot, RealRun, RealTrajectories, make_excitation
 from bayes_s2r.sim.robot import Robot, is_robot
 from bayes_s2r.sim.rollout import (
@@ -66,6 +66,7 @@ from bayes_s2r.sim.rollout import (
     Trajectory,
     act,
     policy_id,
+    policy_label,
     rollout,
     rollout_dr,
     rollout_trajectories,
@@ -74,8 +75,8 @@ from bayes_s2r.sim.rollout import (
 )
 from bayes_s2r.sim.space import DR, Latency, ModelField, ObsBias, ObsNoise, ParamSpace, SysFn
 from bayes_s2r.sim.sweep import SweepResult, pair_effects, rank_directions, sensitivity_sweep
-from bayes_s2r.sim.task import Episode, Task, TaskStats, never, simulate_task, survived
 from bayes_s2r.sim.sysid import FITTED, SIConfig, SIResult, identify
+from bayes_s2r.sim.task import Episode, Task, TaskStats, never, simulate_task, survived
 from bayes_s2r.sim.train import (
     CEMConfig,
     ESConfig,
@@ -98,30 +99,12 @@ from bayes_s2r.sim.world import (
 )
 
 __all__ = [
-    # a lab's own simulator, mismatch space and policy
-    "DR",
-    "Episode",
-    "Latency",
-    "ModelField",
-    "ObsBias",
-    "ObsNoise",
-    "ParamSpace",
-    "Policy",
-    "Robot",
-    "SysFn",
-    "Task",
-    "TaskStats",
-    "as_policy",
-    "is_robot",
-    "never",
-    "pair_effects",
-    "policy_label",
-    "simulate_task",
-    "survived",
     # rollouts and policies
     "CHUNK",
     "DEFAULTS",
     "DIRECTIONS",
+    # a lab's own simulator, mismatch space and policy
+    "DR",
     # worlds and parameters
     "ENVS",
     "FITTED",
@@ -134,41 +117,57 @@ __all__ = [
     "Direction",
     # experiments
     "ESConfig",
+    "Episode",
     "EpisodeStats",
     "InterventionResult",
+    "Latency",
     "LinearPolicy",
+    "ModelField",
+    "ObsBias",
+    "ObsNoise",
     "PairedResult",
+    "ParamSpace",
     "Params",
+    "Policy",
     "Protocol",
     # the real robot
     "RealRobot",
     "RealRun",
     "RealTrajectories",
+    "Robot",
     "SIConfig",
     "SIResult",
     "SweepResult",
+    "SysFn",
+    "Task",
+    "TaskStats",
     "TrainResult",
     "Trajectory",
     "TransferDelta",
     "World",
     "act",
     "apply_params",
+    "as_policy",
     "broadcast_params",
     "es_loop",
     "identify",
+    "is_robot",
     "list_cards",
     "load_card",
     "load_costs",
     "load_policy",
     "make_excitation",
     "make_world",
+    "never",
     "nominal_params",
     "nominal_policy",
+    "pair_effects",
     "paired_eval",
     "paired_interval",
     "params_from_mapping",
     "perturb",
     "policy_id",
+    "policy_label",
     "rank_directions",
     "rollout",
     "rollout_dr",
@@ -179,7 +178,9 @@ __all__ = [
     "save_policy",
     "sensitivity_sweep",
     "simulate_batch",
+    "simulate_task",
     "stack_params",
+    "survived",
     "train_cem",
     "train_es",
     "transfer_delta",

@@ -20,10 +20,9 @@ from scipy import stats as sps
 from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.records import DeploymentEval, PairedEval
 from bayes_s2r.sim.params import broadcast_params
-from bayes_s2r.sim.policy import policy_label
 from bayes_s2r.sim.real import RealRobot
 from bayes_s2r.sim.robot import Robot, is_robot
-from bayes_s2r.sim.rollout import LinearPolicy, _episode_count, simulate_batch
+from bayes_s2r.sim.rollout import LinearPolicy, _episode_count, policy_label, simulate_batch
 from bayes_s2r.sim.space import DR
 from bayes_s2r.sim.task import Task, simulate_task
 from bayes_s2r.sim.world import World

@@ -27,7 +27,7 @@ import numpy as np
 
 from bayes_s2r.errors import InputError, require_int
 
-__all__ = ["Policy", "as_policy", "policy_label"]
+__all__ = ["Policy", "as_policy"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,8 +43,8 @@ class Policy:
     Example:
         >>> import jax.numpy as jnp
         >>> p = Policy.linear(jnp.ones((1, 3)), jnp.zeros(1))
-        >>> p(jnp.array([0.1, 0.2, 0.3])).round(3).tolist()
-        [0.6]
+        >>> p(jnp.array([0.5, 0.25, -0.125])).tolist()
+        [0.625]
     """
 
     apply: Callable[..., Any]
@@ -191,12 +191,3 @@ def as_policy(policy: Any) -> Policy:
     if hasattr(policy, "weights") and hasattr(policy, "bias"):
         return Policy.from_linear(policy)
     raise InputError("policy", policy, "a sim.Policy(apply, params) or a LinearPolicy")
-
-
-def policy_label(policy: Any) -> str:
-    """The record label of a `Policy` or a `LinearPolicy` (its `policy_id`)."""
-    if isinstance(policy, Policy):
-        return policy.label()
-    from bayes_s2r.sim.rollout import policy_id
-
-    return policy_id(policy)

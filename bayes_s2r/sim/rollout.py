@@ -44,6 +44,7 @@ from bayes_s2r.distributed.devices import batch_mesh
 from bayes_s2r.distributed.placement import place_batch, unpad
 from bayes_s2r.errors import InputError, require_int
 from bayes_s2r.sim.params import MAX_LATENCY, DRSpec, Params, broadcast_params, sample_params
+from bayes_s2r.sim.policy import Policy
 from bayes_s2r.sim.space import DR
 from bayes_s2r.sim.task import Task, TaskStats, simulate_task
 from bayes_s2r.sim.world import ENVS, Protocol, World, _base_system, apply_params
@@ -56,6 +57,7 @@ __all__ = [
     "act",
     "chunk_for",
     "policy_id",
+    "policy_label",
     "rollout",
     "rollout_dr",
     "rollout_trajectories",
@@ -120,6 +122,13 @@ def policy_id(policy: LinearPolicy, prefix: str = "linear") -> str:
 
     theta = np.round(np.asarray(policy.flat(), dtype=np.float64), 6)
     return f"{prefix}-{hashlib.sha256(theta.tobytes()).hexdigest()[:10]}"
+
+
+def policy_label(policy) -> str:
+    """The record label of a `Policy` (`Policy.label`) or a `LinearPolicy` (`policy_id`)."""
+    if isinstance(policy, Policy):
+        return policy.label()
+    return policy_id(policy)
 
 
 class EpisodeStats(NamedTuple):

@@ -20,11 +20,10 @@ import pandas as pd
 from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.records import SensitivityTrial
 from bayes_s2r.sim.params import DIRECTIONS, Params, perturb, stack_params
-from bayes_s2r.sim.policy import policy_label
 from bayes_s2r.sim.rollout import (
-    LinearPolicy,
     _episode_count,
     policy_id,
+    policy_label,
     sample_init,
     simulate_batch,
 )
