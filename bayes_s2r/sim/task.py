@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayes_s2r.errors import InputError, require_int
-from bayes_s2r.sim.policy import Policy, as_policy
+from bayes_s2r.sim.policy import as_policy
 from bayes_s2r.sim.space import ParamSpace, space_of
 
 __all__ = ["Episode", "Task", "TaskStats", "never", "simulate_task", "survived"]
@@ -170,8 +170,13 @@ class Task:
             observe: `observe(state) -> obs` the policy sees (default: `state.obs`).
             measure: `measure(state) -> pytree` recorded per step into `Episode.extra`.
             action_clip: clip actions to this range (Brax actuators take [-1, 1]).
-            chunk: episodes per compiled call.
+            chunk: episodes per compiled call; every batch is padded to a multiple of it, so
+                a value near the usual batch size wastes least (one compile serves all sizes).
             name: label (default: the environment's class name).
+
+        Another environment interface with `reset(rng)`, `step(state, action)` and
+        `action_size` works too: build `Task(env, horizon, ..., model_attr=...)` with the
+        attribute that holds its model (e.g. "_mjx_model" for MuJoCo Playground).
         """
         return cls(env, horizon, success or survived, unsafe or never, observe or _state_obs,
                    measure or _nothing, action_clip, chunk, "sys",
@@ -268,6 +273,8 @@ def simulate_task(key: jax.Array, task: Task, policy, values=None, *, space: Par
         raise InputError("values", values.shape, f"[episodes, {len(space.names)}] (one column per direction)")
     n = values.shape[0]
     if keys is None:
+        if key is None:
+            raise InputError("key", key, "a PRNG key (or per-episode keys in `keys`)")
         keys = jax.random.split(key, n)
     if keys.shape[0] != n:
         raise InputError("keys", keys.shape, f"{n} keys, one per episode")
