@@ -395,6 +395,8 @@ def _sample_init_reacher(key: jax.Array, world: World, n: int) -> tuple[jax.Arra
 
 
 def _broadcast_policy(policy: LinearPolicy, n: int, act_size: int = 1, obs_size: int | None = None) -> LinearPolicy:
+    if not (hasattr(policy, "weights") and hasattr(policy, "bias")):
+        raise InputError("policy", policy, "a LinearPolicy for a built-in World (any sim.Policy runs on a sim.Task)")
     w = jnp.asarray(policy.weights, jnp.float32)
     b = jnp.asarray(policy.bias, jnp.float32)
     if act_size > 1:

@@ -122,6 +122,28 @@ def test_jitted_and_eager_episodes_agree():
     assert abs(float(light.obs[0, 2, 1] - light.obs[0, 0, 1])) > abs(float(heavy.obs[0, 2, 1] - heavy.obs[0, 0, 1]))
 
 
+def test_a_keyed_policy_draws_matched_keys():
+    task = sim.Task.from_brax(PointMass(), horizon=5, chunk=4)
+
+    def shaky(params, obs, key):  # a stochastic policy: gain plus noise from the key it is given
+        return params["gain"] * obs[:1] + 0.3 * jax.random.normal(key, (1,))
+
+    pol = sim.Policy(shaky, {"gain": jnp.array(-1.0)}, keyed=True)
+    a = sim.simulate_task(jax.random.key(0), task, pol, episodes=4, record=True)[1].action
+    b = sim.simulate_task(jax.random.key(0), task, pol, episodes=4, record=True)[1].action
+    c = sim.simulate_task(jax.random.key(1), task, pol, episodes=4, record=True)[1].action
+    assert np.array_equal(a, b) and not np.allclose(a, c)
+    assert len({round(float(x), 5) for x in np.asarray(a)[:, 0, 0]}) == 4  # each episode its own noise
+    paired = sim.paired_eval(jax.random.key(0), task, pol, pol, 4, candidate_name="same")
+    assert paired.delta == 0.0
+
+
+def test_a_policy_on_a_builtin_world_is_a_linear_policy():
+    mlp = sim.Policy.mlp(jax.random.key(0), 4, 1, hidden=(4,))
+    with pytest.raises(InputError, match="policy"):
+        sim.rollout(jax.random.key(0), sim.make_world(), mlp, 2)
+
+
 def test_flax_mlp_and_linear_policies_both_run():
     task = pendulum_task()
     mlp = sim.Policy.mlp(jax.random.key(0), 4, 1, hidden=(8,))
