@@ -30,7 +30,7 @@ from bayes_s2r.errors import InputError, require_int
 __all__ = ["Policy", "as_policy"]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Policy:
     """A policy: `apply(params, obs) -> action` (or `apply(params, obs, key)` when `keyed`).
 
@@ -39,6 +39,8 @@ class Policy:
         params: any pytree of arrays (traced inside the episodes).
         name: label stored in records (default: a hash of the parameters, see `label`).
         keyed: `apply` takes a PRNG key as third argument (a stochastic policy).
+
+    Policies compare and hash by identity (their parameters are arrays).
 
     Example:
         >>> import jax.numpy as jnp
