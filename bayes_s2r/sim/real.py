@@ -46,10 +46,17 @@ class RealTrajectories(NamedTuple):
 
     Attributes:
         obs: observations the policy saw, [K, T, obs].
-        action: commanded actions (policy + excitation, clipped), [K, T].
-        excitation: the known excitation signal added to the actions, [K, T].
+        action: commanded actions (policy + excitation, clipped), [K, T] ([K, T, act] when the
+            robot has act > 1 actuators).
+        excitation: the known excitation signal added to the actions, same shape as `action`.
         alive: success limits held up to each step, [K, T].
         run: the `RealRun` of these episodes.
+        setup: what the experimenter set up for each episode and so knows without measuring it:
+            the reacher's target position (x, y), [K, 2]; None for the cart-pole, whose first
+            observation is its whole state.
+        running: no unsafe event (the robot's stop) up to and including each step, [K, T]; the
+            logs are physical until the robot stops, usually well past the first step out of the
+            success limits (`alive`). None: only `alive` is known.
     """
 
     obs: np.ndarray
@@ -57,6 +64,8 @@ class RealTrajectories(NamedTuple):
     excitation: np.ndarray
     alive: np.ndarray
     run: RealRun
+    setup: np.ndarray | None = None
+    running: np.ndarray | None = None
 
 
 class RealRobot:
@@ -150,12 +159,14 @@ class RealRobot:
         amp = require_finite_nonneg("excitation", excitation)
         require_int("hold", hold, 1)
         k_exc, k_run = jax.random.split(key)
-        exc = make_excitation(k_exc, n, self.protocol.horizon, amp, hold)
+        exc = make_excitation(k_exc, n, self.protocol.horizon, amp, hold, self._world.act_size)
         stats, traj = simulate_batch(k_run, self._world, policy, broadcast_params(self._world.params, n),
                                      excitation=exc, record=True)
         run = self._charge(stats)
+        # the reacher's target joints are the last two of q; the arm's own state is not logged
+        setup = np.asarray(traj.init_q[:, 2:4]) if self._world.env == "reacher" else None
         return RealTrajectories(np.asarray(traj.obs), np.asarray(traj.action), np.asarray(exc),
-                                np.asarray(traj.alive), run)
+                                np.asarray(traj.alive), run, setup, _running(self._world, traj))
 
     def read_at_rest(self, key: jax.Array, readings: int) -> np.ndarray:
         """Sensor readings of the robot at rest: one after each of `readings` resets.
@@ -171,6 +182,17 @@ class RealRobot:
         self.hours_used += _at_rest(self._world).episode_hours(n, self.reset_overhead_s)
         self.episodes_run += n
         return obs
+
+
+def _running(world: World, traj) -> np.ndarray:
+    """No unsafe event up to and including each step, [K, T] (the rollouts' unsafe criteria)."""
+    q, qd, p = np.asarray(traj.q), np.asarray(traj.qd), world.protocol
+    bad = ~(np.isfinite(q).all(-1) & np.isfinite(qd).all(-1))
+    if world.env == "reacher":
+        bad |= (np.abs(qd[..., :2]) > p.speed_limit).any(-1)
+    else:
+        bad |= (np.abs(q[..., 1]) > p.fall_limit) | (np.abs(q[..., 0]) > p.rail_end)
+    return ~np.logical_or.accumulate(bad, axis=1)
 
 
 def _at_rest(world: World) -> World:
@@ -192,7 +214,13 @@ def read_at_rest(key: jax.Array, world: World, readings: int) -> np.ndarray:
     return np.asarray(traj.obs[:, 0])
 
 
-def make_excitation(key: jax.Array, n: int, horizon: int, amplitude: float, hold: int = 5) -> jax.Array:
-    """Piecewise-constant random excitation, uniform in ±amplitude, held `hold` steps: [n, horizon]."""
-    levels = jax.random.uniform(key, (n, -(-horizon // hold)), minval=-amplitude, maxval=amplitude)
+def make_excitation(key: jax.Array, n: int, horizon: int, amplitude: float, hold: int = 5,
+                    act_size: int = 1) -> jax.Array:
+    """Piecewise-constant random excitation, uniform in ±amplitude, held `hold` steps.
+
+    Returns:
+        [n, horizon] for one actuator; [n, horizon, act_size] for more (one signal each).
+    """
+    extra = (act_size,) if act_size > 1 else ()
+    levels = jax.random.uniform(key, (n, -(-horizon // hold)) + extra, minval=-amplitude, maxval=amplitude)
     return jnp.repeat(levels, hold, axis=1)[:, :horizon].astype(jnp.float32)
