@@ -107,3 +107,19 @@ def test_randomization_fn_drives_brax_domain_randomization_wrapper():
     state = jax.jit(wrapped.step)(state, jnp.ones((3, 1)))
     # the same push under three gears moves the carts by three different amounts
     assert len(set(np.round(np.asarray(state.pipeline_state.qd[:, 0]), 6))) == 3
+
+
+def test_observation_noise_and_bias_reach_only_their_channels():
+    space = sim.ParamSpace([sim.ObsNoise("noise", channels=(0,)), sim.ObsBias("bias", channels=(1, 2)),
+                            sim.ObsNoise("all")])
+    obs = jnp.zeros(4)
+    out = space.observe(obs, jnp.array([0.5, 0.1, 0.0]), jax.random.key(0))
+    assert float(out[0]) != 0.0 and np.allclose(out[1:3], 0.1) and float(out[3]) == 0.0
+    draws = jax.vmap(lambda k: space.observe(obs, jnp.array([0.5, 0.0, 0.0]), k))(jax.random.split(jax.random.key(1), 4000))
+    assert abs(float(draws[:, 0].std()) - 0.5) < 0.03 and float(jnp.abs(draws[:, 1:]).max()) == 0.0
+    same = space.observe(obs, jnp.array([0.5, 0.1, 0.0]), jax.random.key(0))
+    assert np.array_equal(out, same)  # the noise follows the key
+    everywhere = space.observe(obs, jnp.array([0.0, 0.0, 0.2]), jax.random.key(2))
+    assert bool(jnp.all(everywhere != 0.0))
+    with pytest.raises(InputError, match="noise.channels"):
+        sim.ObsNoise("noise", channels=(-1,))
