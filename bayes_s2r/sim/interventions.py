@@ -47,7 +47,8 @@ import numpy as np
 from bayes_s2r.errors import InputError, require_finite_nonneg, require_int, require_positive
 from bayes_s2r.evidence.records import ExecutionOutcome, RealizedCost
 from bayes_s2r.sim.params import DRSpec
-from bayes_s2r.sim.real import RealRobot, read_at_rest
+from bayes_s2r.sim.real import read_at_rest
+from bayes_s2r.sim.robot import is_robot, require_robot
 from bayes_s2r.sim.rollout import LinearPolicy, policy_id
 from bayes_s2r.sim.sysid import SIConfig, identify
 from bayes_s2r.sim.train import CEMConfig, ESConfig, es_loop, train_cem
@@ -116,6 +117,11 @@ class InterventionResult(NamedTuple):
     info: dict
 
 
+#: What each robot-using kind needs of the robot beyond `run` and `hours_used`.
+_ROBOT_MEMBERS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "si_retrain": ("collect",), "real_finetune": (), "obs_align": ("read_at_rest",)})
+
+
 def _merge(kind: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
     if params is not None and not isinstance(params, Mapping):
         raise InputError("params", params, "a mapping of intervention settings or None")
@@ -141,7 +147,7 @@ def _iterations(p: dict, config: CEMConfig, horizon: int) -> int:
 
 
 def run_intervention(key: jax.Array, kind: str, params: Mapping[str, Any] | None, policy: LinearPolicy,
-                     sim_world: World, real_robot: RealRobot | None, *, costs: CostModel | None = None,
+                     sim_world: World, real_robot: Any, *, costs: CostModel | None = None,
                      name: str | None = None, round: int = 0) -> InterventionResult:
     """Run one intervention and price it.
 
@@ -151,7 +157,10 @@ def run_intervention(key: jax.Array, kind: str, params: Mapping[str, Any] | None
         params: settings overriding `DEFAULTS[kind]` (unknown keys are rejected).
         policy: the current policy (the starting point).
         sim_world: the nominal sim world.
-        real_robot: the robot (needed by si_retrain and real_finetune).
+        real_robot: the robot, needed by si_retrain, real_finetune and obs_align: a `RealRobot`
+            or any object with the members of `bayes_s2r.sim.robot.Robot` (si_retrain also
+            needs `collect`, obs_align `read_at_rest`; an `interface`, when present, must
+            match the sim's).
         costs: the cost model (default: the shipped cost card).
         name: candidate name in the records (default: `kind`).
         round: campaign round in the records.
@@ -162,13 +171,14 @@ def run_intervention(key: jax.Array, kind: str, params: Mapping[str, Any] | None
     costs = costs or load_costs()
     name = name or kind
     needs_robot = kind in ("si_retrain", "real_finetune")
-    if needs_robot or kind == "obs_align":
-        if not isinstance(real_robot, RealRobot):
-            raise InputError("real_robot", real_robot, f"a RealRobot ({kind} runs on the robot)")
-        check_shared_interface(sim_world.interface, real_robot.interface)
+    if kind in _ROBOT_MEMBERS:
+        require_robot("real_robot", real_robot, _ROBOT_MEMBERS[kind], kind)
+        interface = getattr(real_robot, "interface", None)
+        if interface is not None:
+            check_shared_interface(sim_world.interface, interface)
     start = time.perf_counter()
-    hours0 = real_robot.hours_used if isinstance(real_robot, RealRobot) else 0.0
-    T = sim_world.protocol.horizon
+    hours0 = float(real_robot.hours_used) if is_robot(real_robot) else 0.0
+    T, act_size = sim_world.protocol.horizon, sim_world.act_size
     records: list = []
     info: dict[str, Any] = {"kind": kind, "settings": p}
     real_episodes, unsafe = 0, 0
@@ -219,7 +229,7 @@ def run_intervention(key: jax.Array, kind: str, params: Mapping[str, Any] | None
         runs = []
 
         def evaluate(k, thetas):
-            run = real_robot.run(k, LinearPolicy.from_flat(thetas), thetas.shape[0])
+            run = real_robot.run(k, LinearPolicy.from_flat(thetas, act_size), thetas.shape[0])
             runs.append(run)
             return jax.tree.map(jnp.asarray, run.stats)
 
@@ -228,11 +238,11 @@ def run_intervention(key: jax.Array, kind: str, params: Mapping[str, Any] | None
         unsafe = sum(r.unsafe for r in runs)
         sim_steps = 0
         info.update(fitness=fitness)
-        new_policy = LinearPolicy.from_flat(theta)
+        new_policy = LinearPolicy.from_flat(theta, act_size)
 
     if needs_robot:
         records.append(ExecutionOutcome(candidate=name, executions=real_episodes, unsafe=unsafe, round=round))
-    real_hours = (real_robot.hours_used - hours0) if isinstance(real_robot, RealRobot) else 0.0
+    real_hours = (float(real_robot.hours_used) - hours0) if is_robot(real_robot) else 0.0
     cost = Cost(real=real_hours, compute=costs.compute_hours(sim_steps),
                 eng=float(costs.eng_hours.get(kind, 0.0)))
     records.append(RealizedCost(candidate=name, round=round, real=cost.real, compute=cost.compute, eng=cost.eng))
