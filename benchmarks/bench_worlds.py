@@ -123,42 +123,55 @@ def summarize(rows: list[dict], strategies: tuple[str, ...]) -> dict:
     return out
 
 
-# Settings that may differ between parts of one table: which worlds, how they were run.
-_PART_SETTINGS = ("worlds", "first_world", "command", "wall_seconds", "parts")
+# Settings that may differ between parts of one table: which worlds and families, how run.
+_PART_SETTINGS = ("worlds", "first_world", "command", "wall_seconds", "parts", "families", "team_priors")
 
 
 def merge(results: list[dict]) -> dict:
-    """One table from parts run with the same settings on disjoint worlds.
+    """One table from parts run with the same settings.
 
     Each world's campaigns depend only on its family, seed and strategy, so parts run apart
-    (on other machines, or resumed) make the same table as one run; the parts' settings must
-    agree on everything else and no world may appear twice.
+    (on other machines, or resumed) make the same table as one run. The parts' settings must
+    agree on everything but their worlds and families. A part adds worlds no earlier part
+    has, or re-runs a family on exactly the worlds an earlier part ran it on and replaces it
+    there (recorded in `parts`); any other overlap is an error.
     """
     first = results[0]["settings"]
     same = {k: v for k, v in first.items() if k not in _PART_SETTINGS}
-    seen, rows, parts = set(), [], []
+    by_family: dict[str, list[dict]] = {}
+    priors, parts = {}, []
     for result in results:
-        other = {k: v for k, v in result["settings"].items() if k not in _PART_SETTINGS}
+        settings = result["settings"]
+        other = {k: v for k, v in settings.items() if k not in _PART_SETTINGS}
         if other != same:
             diff = sorted(k for k in set(same) | set(other) if same.get(k) != other.get(k))
             raise SystemExit(f"--merge: the parts' settings differ in {diff}")
-        keys = {(r["family"], r["world"]) for r in result["rows"]}
-        if keys & seen:
-            raise SystemExit(f"--merge: worlds in more than one part: {sorted(keys & seen)[:5]}")
-        seen |= keys
-        rows += result["rows"]
-        parts += result["settings"].get("parts") or [{
-            "worlds": result["settings"]["worlds"], "first_world": result["settings"]["first_world"],
-            "command": result["settings"]["command"], "wall_seconds": result["settings"]["wall_seconds"],
-            "machine": result["machine"]}]
+        replaced = []
+        for family in settings["families"]:
+            rows = [r for r in result["rows"] if r["family"] == family]
+            new, old = {r["world"] for r in rows}, {r["world"] for r in by_family.get(family, [])}
+            if new == old:
+                replaced.append(family)
+                by_family[family] = rows
+            elif new & old:
+                raise SystemExit(f"--merge: worlds of {family} in more than one part: {sorted(new & old)[:5]}")
+            else:
+                by_family[family] = by_family.get(family, []) + rows
+            priors[family] = settings.get("team_priors", {}).get(family)
+        for part in settings.get("parts") or [{
+                "worlds": settings["worlds"], "first_world": settings["first_world"], "command": settings["command"],
+                "wall_seconds": settings["wall_seconds"], "machine": result["machine"]}]:
+            parts.append({**part, "families": part.get("families", settings["families"]),
+                          **({"replaces": replaced} if replaced else {})})
     strategies = tuple(same["strategies"])
-    families = same["families"]
+    rows = [r for family_rows in by_family.values() for r in family_rows]
     worlds = sorted({r["world"] for r in rows})
     return {"benchmark": "worlds", "machine": results[-1]["machine"],
-            "settings": {**same, "worlds": len(worlds), "first_world": worlds[0], "parts": parts,
+            "settings": {**same, "families": list(by_family), "team_priors": priors, "worlds": len(worlds),
+                         "first_world": worlds[0], "parts": parts,
                          "command": "python benchmarks/bench_worlds.py --merge ...",
                          "wall_seconds": sum(part["wall_seconds"] for part in parts)},
-            "summary": {f: summarize([r for r in rows if r["family"] == f], strategies) for f in families},
+            "summary": {f: summarize(by_family[f], strategies) for f in by_family},
             "rows": rows}
 
 

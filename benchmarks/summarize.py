@@ -474,6 +474,9 @@ def worlds(data: dict) -> list[str]:
          f"gain prior: {settings.get('gain_prior', 'library')}. Net utility is final J − λ0·spent at the prices "
          f"{', '.join(f'{k} {v:g}' for k, v in settings['prices'].items())}; the interval is the 95% paired t-interval over worlds of the strategy's net "
          "utility minus the rule's (`q_cvu`)."), ""]
+    for part in settings.get("parts", [])[1:]:
+        what = f"re-run of {', '.join(part['replaces'])}" if part.get("replaces") else "more worlds"
+        out += [f"Merged (`bench_worlds.py --merge`) with a {what}: `{part['command']}`.", ""]
     for family, summary in data["summary"].items():
         gap = summary.get("_gap") or {}
         closed = gap.get("gap_closed")

@@ -135,4 +135,6 @@ def test_the_random_world_section_reports_each_family_and_the_paired_intervals()
         lo, hi = row["minus_q_cvu"]["ci95"]
         assert f"| mv_greedy | {row['net_utility_mean']:.3f} |" in text
         assert f"[{lo:+.3f}, {hi:+.3f}]" in text
-    assert summarize.COMMANDS["worlds"] == data["settings"]["command"]
+    parts = data["settings"].get("parts") or [data["settings"]]  # a merged table names each part's command
+    assert summarize.COMMANDS["worlds"] == parts[0]["command"]
+    assert all(f"`{part['command']}`" in text for part in parts[1:])

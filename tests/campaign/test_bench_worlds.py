@@ -76,5 +76,10 @@ def test_bench_worlds_resumes_from_its_rows_and_merges_parts(tmp_path):
 
     assert untimed(merged["summary"]) == untimed(both["summary"]) and merged["settings"]["worlds"] == 2
     assert [p["first_world"] for p in merged["settings"]["parts"]] == [0, 1]
+    # a family re-run on the same worlds replaces it; a partial overlap is refused
+    again = bench_worlds.main(["--merge", str(parts[0]), str(parts[0])])
+    assert again["rows"] == first["rows"] and again["settings"]["parts"][1]["replaces"] == ["needle"]
+    overlap = tmp_path / "c.json"
+    overlap.write_text(json.dumps(bench_worlds.main(["--merge", *map(str, parts)])))
     with pytest.raises(SystemExit, match="more than one part"):
-        bench_worlds.main(["--merge", str(parts[0]), str(parts[0])])
+        bench_worlds.main(["--merge", str(overlap), str(parts[0])])
