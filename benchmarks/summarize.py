@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import common
+
 from bayes_s2r.models.gains import GainPrior
 
 HERE = Path(__file__).resolve().parent
