@@ -29,6 +29,7 @@ command to resume it, and parts run on different machines combine with `--merge`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -185,25 +186,21 @@ def _run_tasks(tasks: list[tuple], jobs: int, rows_path: str | None) -> list[dic
     done = [r for r in done if (r["family"], r["world"]) in wanted]
     finished = {(r["family"], r["world"]) for r in done}
     todo = [t for t in tasks if (t[0], t[1]) not in finished]
-    sink = open(rows_path, "a") if rows_path else None
-    try:
+    with open(rows_path, "a") if rows_path else contextlib.nullcontext() as sink:
         if jobs > 1:
-            with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-                for part in pool.imap_unordered(run_world, todo, chunksize=1):
-                    done += part
-                    if sink:
-                        sink.write("".join(json.dumps(r) + "\n" for r in part))
-                        sink.flush()
+            pool = multiprocessing.get_context("spawn").Pool(jobs)
+            parts = pool.imap_unordered(run_world, todo, chunksize=1)
         else:
-            for task in todo:
-                part = run_world(task)
+            pool, parts = None, map(run_world, todo)
+        try:
+            for part in parts:
                 done += part
-                if sink:
+                if sink:  # kept as each world finishes: a stopped run resumes from here
                     sink.write("".join(json.dumps(r) + "\n" for r in part))
                     sink.flush()
-    finally:
-        if sink:
-            sink.close()
+        finally:
+            if pool:
+                pool.terminate()
     order = {(t[0], t[1]): i for i, t in enumerate(tasks)}
     return sorted(done, key=lambda r: order[r["family"], r["world"]])
 
