@@ -103,8 +103,7 @@ def test_randomization_fn_drives_brax_domain_randomization_wrapper():
     keys = jax.random.split(jax.random.key(2), 3)
     fn = functools.partial(space.randomization_fn(space.dr({"gear": 0.5})), rng=keys)
     wrapped = DomainRandomizationVmapWrapper(env, fn)
-    state = jax.jit(wrapped.reset)(jax.random.split(jax.random.key(0), 3))
-    state = jax.jit(wrapped.step)(state, jnp.ones((3, 1)))
+    state = jax.jit(lambda r: wrapped.step(wrapped.reset(r), jnp.ones((3, 1))))(jax.random.split(jax.random.key(0), 3))
     # the same push under three gears moves the carts by three different amounts
     assert len(set(np.round(np.asarray(state.pipeline_state.qd[:, 0]), 6))) == 3
 
