@@ -76,7 +76,7 @@ from bayes_s2r.sim.rollout import (
 from bayes_s2r.sim.space import DR, Latency, ModelField, ObsBias, ObsNoise, ParamSpace, SysFn
 from bayes_s2r.sim.sweep import SweepResult, pair_effects, rank_directions, sensitivity_sweep
 from bayes_s2r.sim.sysid import FITTED, SIConfig, SIResult, identify
-from bayes_s2r.sim.task import Episode, Task, TaskStats, never, simulate_task, survived
+from bayes_s2r.sim.task import Episode, Task, TaskStats, episode_fn, never, simulate_task, survived
 from bayes_s2r.sim.train import (
     CEMConfig,
     ESConfig,
@@ -149,6 +149,7 @@ __all__ = [
     "apply_params",
     "as_policy",
     "broadcast_params",
+    "episode_fn",
     "es_loop",
     "identify",
     "is_robot",

@@ -35,7 +35,7 @@ from bayes_s2r.errors import InputError, require_int
 from bayes_s2r.sim.policy import as_policy
 from bayes_s2r.sim.space import ParamSpace, space_of
 
-__all__ = ["Episode", "Task", "TaskStats", "never", "simulate_task", "survived"]
+__all__ = ["Episode", "Task", "TaskStats", "episode_fn", "never", "simulate_task", "survived"]
 
 
 class Episode(NamedTuple):
@@ -235,6 +235,20 @@ def _episode(task: Task, space: ParamSpace, apply, keyed: bool, params, values, 
     stats = TaskStats(jnp.asarray(success, bool), jnp.asarray(unsafe, bool), ep.terminated, ep.steps_alive,
                       ep.ret)
     return stats, ep
+
+
+def episode_fn(task: Task, policy, space: ParamSpace | None = None) -> Callable:
+    """The pure one-episode function `f(params, values, key) -> (TaskStats, Episode)`.
+
+    For one's own loops: `jax.vmap` it over values and keys, `jax.grad` through it with
+    respect to the policy's `params` or the mismatch `values` (a differentiable backend; MJX
+    gradients need `opt.iterations=1`, see FINDINGS), or `jax.jit` it. `simulate_task` runs
+    the same function.
+    """
+    if not isinstance(task, Task):
+        raise InputError("task", task, "a sim.Task (Task.from_brax(env, ...))")
+    pol = as_policy(policy)
+    return functools.partial(_episode, task, space_of(space), pol.apply, pol.keyed)
 
 
 @functools.partial(jax.jit, static_argnames=("task", "space", "apply", "keyed", "record"))

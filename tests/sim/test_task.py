@@ -122,6 +122,20 @@ def test_jitted_and_eager_episodes_agree():
     assert abs(float(light.obs[0, 2, 1] - light.obs[0, 0, 1])) > abs(float(heavy.obs[0, 2, 1] - heavy.obs[0, 0, 1]))
 
 
+def test_episode_fn_is_the_simulated_episode_and_differentiable():
+    task = sim.Task.from_brax(PointMass(), horizon=5, chunk=2)
+    space = sim.ParamSpace([sim.ModelField("mass", "mass[0]"), sim.ModelField("damping", "damping")])
+    policy = sim.Policy.linear(jnp.array([[-1.0, -0.5]]), jnp.array([0.3]))
+    f = sim.episode_fn(task, policy, space)
+    values, keys = jnp.array([[1.0, 1.0], [2.0, 0.5]]), jax.random.split(jax.random.key(0), 2)
+    stats, _ = jax.vmap(f, in_axes=(None, 0, 0))(policy.params, values, keys)
+    ref = sim.simulate_task(None, task, policy, values, space=space, keys=keys)
+    assert all(np.allclose(a, b) for a, b in zip(stats, ref))
+    final_x = lambda v: f(policy.params, v, keys[0])[1].obs[-1, 0]
+    g = jax.grad(final_x)(values[0])
+    assert np.all(np.isfinite(g)) and float(g[0]) != 0.0  # the mass reaches the trajectory
+
+
 def test_a_keyed_policy_draws_matched_keys():
     task = sim.Task.from_brax(PointMass(), horizon=5, chunk=4)
 
