@@ -1,7 +1,9 @@
 """Paired evaluation and the transfer delta, under one evaluation protocol.
 
 `paired_eval` runs the current and a candidate policy on matched seeds: the same initial
-states and the same sensor-noise keys, in sim or on the real robot. ΔĴ is the mean of the
+states and the same sensor-noise keys, in a built-in `World`, on a `Task` (a lab's own Brax
+environment, optionally under a DR or at a hidden model point), or on a robot (anything
+`is_robot` accepts: `run(key, policy, episodes)` and `hours_used`). ΔĴ is the mean of the
 per-episode differences of the success indicators and its interval is the paired t interval
 (the one `scipy.stats.ttest_rel(...).confidence_interval()` gives).
 
