@@ -28,6 +28,12 @@ def test_model_fields_scale_and_offset_the_named_entries():
     assert np.allclose(out.body_inertia[:2], base.body_inertia[:2])
     assert np.allclose(out.body_ipos[2, 2], base.body_ipos[2, 2] + 0.1)
     assert np.allclose(out.dof_damping, base.dof_damping + 0.3)
+    # Brax's own pipelines (generalized, positional) read dotted fields
+    brax_space = sim.ParamSpace([sim.ModelField("gear", "actuator.gear"),
+                                 sim.ModelField("pole", "link.inertia.mass[1]", mode="offset")])
+    edited = brax_space.apply_model(base, jnp.array([0.5, 0.25]))
+    assert np.allclose(edited.actuator.gear, 0.5 * base.actuator.gear)
+    assert np.allclose(edited.link.inertia.mass, base.link.inertia.mass + np.array([0.0, 0.25]))
     # the nominal values leave the model as it is
     same = space.apply_model(base, jnp.asarray(space.nominal))
     assert np.allclose(same.body_mass, base.body_mass) and np.allclose(same.actuator_gear, base.actuator_gear)
