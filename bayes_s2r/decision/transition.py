@@ -22,6 +22,7 @@ over one-off ones by the value of that second run; 0 says a repeat adds nothing.
 from __future__ import annotations
 
 import dataclasses
+from types import MappingProxyType
 
 import jax.numpy as jnp
 
@@ -105,7 +106,8 @@ class AlternativesTransition:
 
 
 #: Transition rules by name, as a campaign stores them.
-TRANSITIONS = {"headroom": HeadroomTransition, "alternatives": AlternativesTransition, "none": NoTransition}
+TRANSITIONS = MappingProxyType({"headroom": HeadroomTransition, "alternatives": AlternativesTransition,
+                                "none": NoTransition})
 
 
 def repeat_share(rule) -> float:
