@@ -7,22 +7,20 @@ of `bayes_s2r.models.sensitivity` and returns a `SensitivityBelief`.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from bayes_s2r.belief.posterior import DIAGNOSTIC_THRESHOLDS, diagnose_draws
+from bayes_s2r.belief.posterior import DIAGNOSTIC_THRESHOLDS, diagnose_draws, hdi_bounds
 from bayes_s2r.errors import InputError, require_int, require_probability
 from bayes_s2r.evidence.records import TIERS, Record, SensitivityTrial
 from bayes_s2r.models.sensitivity import SensitivityPrior, sensitivity_model
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", FutureWarning)
+if TYPE_CHECKING:
     import arviz as az
 
 __all__ = [
@@ -168,7 +166,7 @@ def prepare_sensitivity(records: Any, policy: str | None = None, *,
 
 
 def _hdi(x: np.ndarray, prob: float) -> np.ndarray:
-    return np.asarray(az.hdi(np.asarray(x, np.float64), hdi_prob=prob))
+    return hdi_bounds(np.asarray(x, np.float64).reshape(-1, 1), prob)[0]
 
 
 class SensitivityBelief:
@@ -246,6 +244,8 @@ class SensitivityBelief:
 
     def to_inference_data(self) -> az.InferenceData:
         """ArviZ InferenceData: posterior `S` [direction], `synergy` [pair], `J0`."""
+        from bayes_s2r.belief.posterior import az  # imported on first use
+
         c = self.chains
         post = {"S": self.draws.reshape(c, -1, len(self.directions)),
                 "synergy": self.synergy_draws.reshape(c, -1, len(self.pairs)),
