@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
 from bayes_s2r.belief.sensitivity import _records
 from bayes_s2r.errors import InputError, require_int, require_int_nonneg, require_probability
@@ -65,7 +65,7 @@ def clopper_pearson_ucb(unsafe: int, executions: int, delta: float) -> float:
     d = _delta(delta)
     if x == n:
         return 1.0
-    return float(stats.beta.ppf(1.0 - d, x + 1, n - x))
+    return float(special.betaincinv(x + 1, n - x, 1.0 - d))  # the Beta(x+1, n−x) quantile
 
 
 def beta_mixture_quantile(weights: np.ndarray, a: np.ndarray, b: np.ndarray, q: float) -> float:
@@ -335,7 +335,7 @@ class DeploymentRisk:
         if self.bound == "clopper-pearson":
             return clopper_pearson_ucb(self.unsafe, self.episodes, d)
         a, b = self.prior
-        return float(stats.beta.ppf(1.0 - d, a + self.unsafe, b + self.episodes - self.unsafe))
+        return float(special.betaincinv(a + self.unsafe, b + self.episodes - self.unsafe, 1.0 - d))
 
     def passes(self, alpha_deploy: float, delta: float) -> bool:
         """Whether UCB_{1−δ} <= α_deploy."""

@@ -40,7 +40,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from bayes_s2r.errors import InputError, require_positive
 from bayes_s2r.evidence.records import PairedEval
@@ -135,8 +135,8 @@ def _delta_quantiles(prior: GainPrior, scale: float, df: float | None, k_tau: in
     """Equal-probability nodes of δ = gain_loc + τ ε, τ ~ HalfNormal(scale), ε ~ t_ν."""
     u_tau = (np.arange(k_tau) + 0.5) / k_tau
     u_eps = (np.arange(k_eps) + 0.5) / k_eps
-    tau = scale * stats.halfnorm.ppf(u_tau)
-    eps = stats.norm.ppf(u_eps) if df is None else stats.t.ppf(u_eps, df)
+    tau = scale * special.ndtri((1.0 + u_tau) / 2.0)  # half-normal quantile
+    eps = special.ndtri(u_eps) if df is None else special.stdtrit(df, u_eps)
     return (prior.gain_loc + tau[:, None] * eps[None, :]).ravel()
 
 

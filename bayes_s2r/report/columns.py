@@ -83,10 +83,10 @@ def clean_runs_needed(unsafe: int, executions: int, alpha: float, delta: float,
     With no unsafe event the bound after n runs is 1 − delta**(1/n), so n ≥ ln δ / ln(1 − α):
     59 clean runs at α = δ = 0.05.
     """
-    from scipy import stats
+    from scipy import special
 
     def ucb(n: int) -> float:
-        return 1.0 if n <= unsafe else float(stats.beta.ppf(1 - delta, unsafe + 1, n - unsafe))
+        return 1.0 if n <= unsafe else float(special.betaincinv(unsafe + 1, n - unsafe, 1 - delta))
 
     if not 0 < alpha < 1 or not 0 < delta < 1:
         return None
