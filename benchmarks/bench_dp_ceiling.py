@@ -3,7 +3,8 @@
 For each variant of `benchmarks.dp_ceiling` (`pandora`: exact evaluation, independent priors,
 Weitzman's setting; `noisy`: a noisy paired evaluation decides adoption and two candidates
 share a component; `noisy_budget`: the same with a hard budget admitting at most two of the
-three tries), `--problems` random problems (seeds 0..N−1, see `make_problem`) are solved
+three tries; `noisy_stack`: the problems of `noisy` with gains that add up instead of being
+alternatives), `--problems` random problems (seeds 0..N−1, see `make_problem`) are solved
 exactly by dynamic programming, and each rule of `dp_ceiling.RULES` is evaluated exactly in
 the same model (the library's `decide` at every node of the tree it reaches, the outcome
 probabilities exact). In the `pandora` variant the DP value is checked to equal Weitzman's
@@ -100,7 +101,7 @@ def main(argv=None) -> dict:
                      "rules": args.rules, "draws": args.draws, "cvu_samples": args.cvu_samples,
                      "seed": args.seed, "min_dp": args.min_dp, "candidates": 3, "rounds": 3,
                      "levels": "0.05 x {-2..2}", "utility": "adopt",
-                     "transition": "HeadroomTransition(repeat_share=0) (q_cvu+alt: Alternatives)"},
+                     "transition": "HeadroomTransition(repeat_share=0) (q_cvu+tr: Alternatives, NoTransition when stacking)"},
         "seconds": {"total": round(time.time() - t0, 1), **timing},
         "results": variants,
     }

@@ -15,6 +15,11 @@ starting one) minus the priced costs of the tries made. With an exact evaluation
 independent priors this is Weitzman's Pandora's box: the deployed policy is the best tried so
 far, the value is max(0, best tried) − Σ costs, and the optimal policy is the index rule.
 
+Stacking (`stack=True`, the `noisy_stack` variant): each try is trained from the deployed
+policy and its gain adds to what is deployed (gains that add up, the library's
+`NoTransition`); the evaluation measures Y = X_k + ε, and the value is Σ X_k over the kept
+tries minus the costs. This is the campaign's own picture of successive adaptations.
+
 Everything is on a grid (gains in units of half a grid step: integers), so the tree of
 decisions and outcomes is finite and both the Bayes-optimal value (`dp_value`, backward
 induction over histories, the posterior of every node by Bayes' rule over the joint grid)
@@ -24,7 +29,8 @@ choices with the exact outcome probabilities) are exact sums.
 The library's rule (`LibraryRule`). At each node `decide` gets the node's posterior as a
 `GainBelief` of 4,000 draws from the grid posterior (counts by largest-remainder rounding of
 4,000·p, shuffled with a fixed seed: a deterministic quantization, not a Monte-Carlo sample),
-with each column the gain of a candidate over the incumbent (X_k − X_inc, draw by draw), the
+with each column the gain of a candidate over the incumbent (X_k − X_inc, draw by draw; X_k
+when stacking), the
 candidates as non-repeatable adaptations whose outcome model is a `GaussianOutcome` with the
 discrete noise's exact sd (one eighth of a grid step for the exact evaluation), costs
 `Cost(real=hours, compute=c_k)` at weights `ResourceWeights(real=0, compute=1, eng=0)` (so
@@ -38,8 +44,9 @@ the last decision. Rule variants:
 | `q_cvu`     | the campaign default: continuation "rollout" over the decisions left                |
 | `q_cvu@g0`  | the same with DESIGN's one-step G0 continuation                                     |
 | `q_beta0`   | β = 0 (myopic U0 under "adopt")                                                    |
-| `q_cvu+alt` | `q_cvu` with the transition `Alternatives` (gains after a move: X_j − X_k, exact    |
-|             | here), to separate the transition's mismatch from the rest                         |
+| `q_cvu+tr`  | `q_cvu` with the transition the model follows (`Alternatives`: gains after a move  |
+|             | are X_j − X_k; `NoTransition` when stacking), to separate the default transition's  |
+|             | mismatch from the rest                                                             |
 | `pandora`   | the `pandora` strategy: argmax reservation value over the draws, stop if z ≤ 0     |
 
 At the last decision CVU is 0 for every Q rule, so they share one `decide` call there.
@@ -53,6 +60,7 @@ candidates, three decisions):
   p0(x0)·p1(x1)·exp(−κ·(i0 − i1)²) (grid indices i; κ ~ U(0.3, 2)), candidate 2 independent;
   noise ε ∈ h·{−1.5, −0.5, 0.5, 1.5} with probabilities (a, ½ − a, ½ − a, a), a ~ U(0.05, 0.2)
   (sd 0.74 to 1.03 grid steps);
+- `noisy_stack`: `noisy` with stacking gains (see above);
 - `noisy_budget`: `noisy` plus a hard budget of 3 robot hours, the tries needing a
   permutation of (1, 2, 2) hours: at most two tries, and never the two 2-hour ones (not
   index-solvable);
@@ -72,7 +80,7 @@ H = 0.05  # grid step of the gains (J units)
 UNIT = H / 2  # the integer unit of gains and evaluations: half a grid step
 LEVELS = np.arange(-2, 3)  # grid indices of the gain levels
 J0 = 0.5  # the starting policy's J, for the library's current_J
-VARIANTS = ("pandora", "noisy", "noisy_budget")
+VARIANTS = ("pandora", "noisy", "noisy_budget", "noisy_stack")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -87,6 +95,7 @@ class GridProblem:
         rounds: at most this many decisions.
         hours: [K] hard-budget use of each try; budget: the hard budget (inf: none).
         independent: whether the prior is a product of its marginals.
+        stack: gains add up (each try from the deployed policy) instead of being alternatives.
     """
 
     points: np.ndarray
@@ -97,6 +106,7 @@ class GridProblem:
     hours: np.ndarray
     budget: float = float("inf")
     independent: bool = True
+    stack: bool = False
     name: str = ""
 
     @property
@@ -114,7 +124,7 @@ class GridProblem:
 
 
 def grid_problem(marginals, cost, *, noise=None, rounds=None, hours=None, budget=float("inf"),
-                 coupling=None, name="") -> GridProblem:
+                 coupling=None, stack=False, name="") -> GridProblem:
     """A problem from per-candidate marginals over `LEVELS` (rows), coupled as asked.
 
     `coupling`: None (independent) or (a, b, kappa): the joint prior of candidates a and b is
@@ -135,14 +145,16 @@ def grid_problem(marginals, cost, *, noise=None, rounds=None, hours=None, budget
     return GridProblem(points=points, prior=prior, cost=np.asarray(cost, float), noise=noise,
                        rounds=k if rounds is None else rounds,
                        hours=np.zeros(k) if hours is None else np.asarray(hours, float), budget=budget,
-                       independent=coupling is None, name=name)
+                       independent=coupling is None, stack=stack, name=name)
 
 
 def make_problem(variant: str, seed: int, k: int = 3) -> GridProblem:
     """A random problem of the family `variant` (see the module docstring)."""
     if variant not in VARIANTS:
         raise ValueError(f"variant {variant!r} not in {VARIANTS}")
-    rng = np.random.default_rng([seed, VARIANTS.index(variant), 7919])
+    # noisy_stack draws the same problems as noisy (a paired comparison of the two pictures)
+    stream = {"pandora": 0, "noisy": 1, "noisy_stack": 1, "noisy_budget": 2}[variant]
+    rng = np.random.default_rng([seed, stream, 7919])
     marg = rng.dirichlet(np.ones(len(LEVELS)), size=k)
     pos = marg @ np.maximum(LEVELS * H, 0.0)
     cost = np.where(pos > 1e-9, rng.uniform(0.15, 0.7, k) * pos, rng.uniform(0.002, 0.01, k))
@@ -151,8 +163,9 @@ def make_problem(variant: str, seed: int, k: int = 3) -> GridProblem:
     a = rng.uniform(0.05, 0.2)
     noise = (np.array([-3, -1, 1, 3]), np.array([a, 0.5 - a, 0.5 - a, a]))
     coupling = (0, 1, rng.uniform(0.3, 2.0))
-    if variant == "noisy":
-        return grid_problem(marg, cost, noise=noise, coupling=coupling, name=f"{variant}/{seed}")
+    if variant in ("noisy", "noisy_stack"):
+        return grid_problem(marg, cost, noise=noise, coupling=coupling, stack=variant == "noisy_stack",
+                            name=f"{variant}/{seed}")
     hours = rng.permutation([1.0, 2.0, 2.0][:k] + [2.0] * max(0, k - 3))
     return grid_problem(marg, cost, noise=noise, coupling=coupling, hours=hours, budget=3.0,
                         name=f"{variant}/{seed}")
@@ -164,13 +177,15 @@ def make_problem(variant: str, seed: int, k: int = 3) -> GridProblem:
 @dataclasses.dataclass(frozen=True, eq=False)
 class Node:
     """A decision node: the posterior weights (normalized), what has been tried, the incumbent
-    (−1: the starting policy), the hard budget used, and the history ((k, y), ...)."""
+    (−1: the starting policy), the hard budget used, the history ((k, y), ...) and the tries
+    kept."""
 
     w: np.ndarray
     tried: tuple[int, ...]
     inc: int
     used: float
     history: tuple[tuple[int, int], ...]
+    kept: tuple[int, ...] = ()
 
 
 def root(p: GridProblem) -> Node:
@@ -178,7 +193,9 @@ def root(p: GridProblem) -> Node:
 
 
 def stop_value(p: GridProblem, node: Node) -> float:
-    """E[X of the deployed policy | node] in J units."""
+    """E[gain of the deployed policy | node] in J units."""
+    if p.stack:
+        return float(sum(node.w @ p.points[:, k] for k in node.kept)) * UNIT
     if node.inc < 0:
         return 0.0
     return float(node.w @ p.points[:, node.inc]) * UNIT
@@ -193,7 +210,7 @@ def options(p: GridProblem, node: Node) -> list[int]:
 
 def outcomes(p: GridProblem, node: Node, k: int) -> list[tuple[float, Node]]:
     """(probability, child) for every outcome of trying k at `node`."""
-    base = p.points[:, node.inc] if node.inc >= 0 else 0
+    base = p.points[:, node.inc] if node.inc >= 0 and not p.stack else 0
     diff = p.points[:, k] - base
     off, q = p.noise
     y_all = diff[:, None] + off[None, :]
@@ -205,7 +222,7 @@ def outcomes(p: GridProblem, node: Node, k: int) -> list[tuple[float, Node]]:
         if prob <= 0:
             continue
         child = Node(joint / prob, node.tried + (k,), k if y > 0 else node.inc, node.used + float(p.hours[k]),
-                     node.history + ((k, int(y)),))
+                     node.history + ((k, int(y)),), node.kept + ((k,) if y > 0 else ()))
         out.append((prob, child))
     return out
 
@@ -310,18 +327,19 @@ class Alternatives:
         return mean - own_gain, var
 
 
-RULES = ("q_cvu", "q_cvu@g0", "q_beta0", "q_cvu+alt", "pandora")
+RULES = ("q_cvu", "q_cvu@g0", "q_beta0", "q_cvu+tr", "pandora")
 
 
 def node_draws(p: GridProblem, node: Node, num_draws: int, seed: int) -> np.ndarray:
-    """[S, K] draws of X_k − X_inc (J units): counts by largest remainder of S·w, shuffled."""
+    """[S, K] draws of X_k − X_inc (X_k when stacking; J units): counts by largest remainder
+    of S·w, shuffled."""
     raw = node.w * num_draws
     counts = np.floor(raw).astype(int)
     short = num_draws - counts.sum()
     if short > 0:
         counts[np.argsort(-(raw - counts), kind="stable")[:short]] += 1
     pts = np.repeat(p.points, counts, axis=0)
-    rel = pts - (pts[:, [node.inc]] if node.inc >= 0 else 0)
+    rel = pts - (pts[:, [node.inc]] if node.inc >= 0 and not p.stack else 0)
     rng = np.random.default_rng(seed)
     return rel[rng.permutation(len(rel))] * UNIT
 
@@ -358,7 +376,7 @@ class LibraryRule:
         """The library's choice at `node` (candidate index or None)."""
         import bayes_s2r as bs
         from bayes_s2r.decision.index import reservation_values
-        from bayes_s2r.decision.transition import HeadroomTransition
+        from bayes_s2r.decision.transition import HeadroomTransition, NoTransition
 
         left = p.rounds - len(node.tried)
         myopic = variant in ("pandora", "q_beta0") or left <= 1  # CVU plays no part: one call serves all
@@ -370,8 +388,8 @@ class LibraryRule:
             if myopic:
                 d = bs.decide(belief, cands, budget, weights, beta=1.0, terminal=True, cvu_samples=2, **common)
             else:
-                if variant == "q_cvu+alt":
-                    common["transition"] = Alternatives()
+                if variant == "q_cvu+tr":
+                    common["transition"] = NoTransition() if p.stack else Alternatives()
                 d = bs.decide(belief, cands, budget, weights, beta=1.0, cvu_samples=self.cvu_samples,
                               continuation="g0" if variant == "q_cvu@g0" else "rollout", horizon=left - 1,
                               **common)
@@ -394,7 +412,7 @@ def evaluate(p: GridProblem, rules=RULES, *, num_draws: int = 4000, cvu_samples:
              check_index: bool = True) -> dict:
     """DP value, Weitzman's index value (exact reveal) and each library rule's exact value."""
     out = {"problem": p.name, "dp": dp_value(p)}
-    if p.exact and p.independent and np.isinf(p.budget) and p.rounds >= p.k:
+    if p.exact and p.independent and np.isinf(p.budget) and p.rounds >= p.k and not p.stack:
         out["index"] = weitzman_value(p)
         if check_index and abs(out["index"] - out["dp"]) > 1e-9:
             raise AssertionError(f"{p.name}: DP {out['dp']} != Weitzman index value {out['index']}")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 
-def _tiny(seed: int, *, noisy: bool, coupled: bool = False, budget: bool = False) -> dc.GridProblem:
+def _tiny(seed: int, *, noisy: bool, coupled: bool = False, budget: bool = False, stack: bool = False) -> dc.GridProblem:
     """Two candidates, two decisions, random marginals over the five levels."""
     rng = np.random.default_rng(seed)
     marg = rng.dirichlet(np.ones(len(dc.LEVELS)), size=2)
@@ -20,13 +20,13 @@ def _tiny(seed: int, *, noisy: bool, coupled: bool = False, budget: bool = False
     return dc.grid_problem(marg, cost, noise=noise, rounds=2,
                            coupling=(0, 1, rng.uniform(0.3, 2.0)) if coupled else None,
                            hours=[1.0, 2.0] if budget else None, budget=2.0 if budget else float("inf"),
-                           name=f"tiny/{seed}")
+                           stack=stack, name=f"tiny/{seed}")
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("noisy,coupled", [(False, False), (True, True)])
-def test_dp_equals_brute_force_over_all_deterministic_policies(seed, noisy, coupled):
-    p = _tiny(seed, noisy=noisy, coupled=coupled)
+@pytest.mark.parametrize("noisy,coupled,stack", [(False, False, False), (True, True, False), (True, True, True)])
+def test_dp_equals_brute_force_over_all_deterministic_policies(seed, noisy, coupled, stack):
+    p = _tiny(seed, noisy=noisy, coupled=coupled, stack=stack)
     values = dc.policy_values(p)
     assert len(values) > 3  # stop, and several policies per first try
     assert dc.dp_value(p) == pytest.approx(max(values), abs=1e-12)
@@ -100,3 +100,16 @@ def test_library_rule_value_is_at_most_the_dp_value():
     assert dc.policy_value(p, lambda p, n: None) == 0.0
     one = dc.policy_value(p, lambda p, n: 0 if not n.tried else None)
     assert one == pytest.approx(sum(pr * dc.stop_value(p, c) for pr, c in dc.outcomes(p, dc.root(p), 0)) - p.cost[0])
+
+
+def test_stacking_adds_the_kept_gains():
+    # two independent exact tries that add up: each is worth E[max(X, 0)] − c on its own
+    marg = np.array([[0.5, 0, 0, 0, 0.5], [0.2, 0, 0, 0.8, 0]])
+    p = dc.grid_problem(marg, [0.01, 0.01], stack=True)
+    alone = [0.5 * 0.1 - 0.01, 0.8 * 0.05 - 0.01]
+    assert dc.dp_value(p) == pytest.approx(sum(alone), abs=1e-12)
+    both = dc.policy_value(p, lambda p, n: len(n.tried) if len(n.tried) < 2 else None)
+    assert both == pytest.approx(sum(alone), abs=1e-12)
+    # as alternatives the second try is worth less: the best of the two is kept, not both
+    q = dc.grid_problem(marg, [0.01, 0.01])
+    assert dc.dp_value(q) < dc.dp_value(p) - 1e-3
