@@ -62,9 +62,10 @@ class GainPriorFit:
     """The result of `fit_gain_prior`.
 
     Attributes:
-        prior: `base` with `candidate_scale` and `candidate_df` set to the best pair, and
-            `fixed_scales` False.
-        log_evidence: {(candidate_scale, candidate_df): log marginal likelihood} over the grid.
+        prior: `base` with `candidate_scale` and `candidate_df` set to the best pair (and
+            `gain_loc` to the best searched location), and `fixed_scales` False.
+        log_evidence: {(candidate_scale, candidate_df): log marginal likelihood} over the grid,
+            at the chosen `gain_loc`.
         effects: how many effects (campaign, candidate, policy) the evidence held.
         best_minus_normal: log evidence of the best pair minus that of the best normal level
             (a Bayes factor on the log scale; > 0 favours heavy tails). NaN without normal
@@ -142,7 +143,8 @@ def _delta_quantiles(prior: GainPrior, scale: float, df: float | None, k_tau: in
 
 def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = None,
                    candidate_scales: Sequence[float] = DEFAULT_SCALES,
-                   candidate_dfs: Sequence[float | None] = DEFAULT_DFS) -> GainPriorFit:
+                   candidate_dfs: Sequence[float | None] = DEFAULT_DFS,
+                   gain_locs: Sequence[float] | None = None) -> GainPriorFit:
     """Choose the gains model's candidate level from past campaigns (type-II maximum likelihood).
 
     Args:
@@ -153,6 +155,9 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
             must be "logit".
         candidate_scales: the candidate scales (HalfNormal scale of τ_cand) searched.
         candidate_dfs: the degrees of freedom searched (None: the normal level).
+        gain_locs: the prior means of the effect (`GainPrior.gain_loc`, logits) searched as
+            well; None keeps `base.gain_loc`. A team whose interventions mostly move J little
+            has evidence that the library's mildly optimistic default (0.3) is too high for it.
 
     Returns:
         a `GainPriorFit`; pass `fit.prior` as `fit_gains(..., prior=fit.prior)` or
@@ -182,20 +187,28 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
     for d in dfs:
         if d is not None:
             require_positive("candidate_dfs", d)
+    locs = (base.gain_loc,) if gain_locs is None else tuple(float(x) for x in gain_locs)
+    if not locs or not all(math.isfinite(x) for x in locs):
+        raise InputError("gain_locs", gain_locs, "a non-empty sequence of finite numbers (logits) or None")
     counts = _effects(histories)
     grid_ll = np.concatenate([_log_lik_grid(counts[i:i + 64], base) for i in range(0, len(counts), 64)])  # [E, D]
-    out = {}
-    for df in dfs:
-        for s in scales:
-            delta = np.clip(_delta_quantiles(base, float(s), df, 16, 128), _DELTA_GRID[0], _DELTA_GRID[-1])
-            pos = np.interp(delta, _DELTA_GRID, np.arange(_DELTA_GRID.size))
-            lo = np.floor(pos).astype(int).clip(0, _DELTA_GRID.size - 2)
-            frac = pos - lo
-            ll = grid_ll[:, lo] * (1 - frac) + grid_ll[:, lo + 1] * frac  # [E, K]
-            out[(float(s), None if df is None else float(df))] = float(
-                np.sum(special.logsumexp(ll, axis=1) - math.log(delta.size)))
-    best = max(out, key=out.get)
+    by_loc = {}
+    for loc in locs:
+        at = dataclasses.replace(base, gain_loc=loc)
+        for df in dfs:
+            for s in scales:
+                delta = np.clip(_delta_quantiles(at, float(s), df, 16, 128), _DELTA_GRID[0], _DELTA_GRID[-1])
+                pos = np.interp(delta, _DELTA_GRID, np.arange(_DELTA_GRID.size))
+                lo = np.floor(pos).astype(int).clip(0, _DELTA_GRID.size - 2)
+                frac = pos - lo
+                ll = grid_ll[:, lo] * (1 - frac) + grid_ll[:, lo + 1] * frac  # [E, K]
+                by_loc[(loc, float(s), None if df is None else float(df))] = float(
+                    np.sum(special.logsumexp(ll, axis=1) - math.log(delta.size)))
+    loc_best, *rest = max(by_loc, key=by_loc.get)
+    best = tuple(rest)
+    out = {(s, d): v for (loc, s, d), v in by_loc.items() if loc == loc_best}
     normals = [v for (_, d), v in out.items() if d is None]
-    prior = dataclasses.replace(base, candidate_scale=best[0], candidate_df=best[1], fixed_scales=False)
+    prior = dataclasses.replace(base, gain_loc=loc_best, candidate_scale=best[0], candidate_df=best[1],
+                                fixed_scales=False)
     return GainPriorFit(prior=prior, log_evidence=out, effects=len(counts),
                         best_minus_normal=out[best] - max(normals) if normals else float("nan"))

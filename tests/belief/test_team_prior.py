@@ -94,3 +94,17 @@ def test_bad_input_is_refused_by_name(kwargs, field):
     with pytest.raises(InputError) as err:
         fit_gain_prior(args.pop("histories"), **args)
     assert err.value.field == field
+
+
+def test_the_effects_location_is_searched_when_asked():
+    rng = np.random.default_rng(3)
+    past = []
+    for c in range(30):  # a team whose interventions mostly cost a little performance
+        a, d = rng.normal(0.0, 0.3, 4), rng.normal(-0.6, 0.15, 4)
+        past.append([bs.PairedEval(f"c{k}", int(rng.binomial(64, 1 / (1 + np.exp(-(a[k] + d[k]))))), 64,
+                                   int(rng.binomial(64, 1 / (1 + np.exp(-a[k])))), 64) for k in range(4)])
+    assert bs.fit_gain_prior(past).prior.gain_loc == bs.GainPrior().gain_loc  # not searched: the base's
+    fit = bs.fit_gain_prior(past, gain_locs=(-1.0, -0.5, 0.0, 0.3))
+    assert fit.prior.gain_loc == -0.5
+    with pytest.raises(bs.InputError, match="gain_locs"):
+        bs.fit_gain_prior(past, gain_locs=())
