@@ -219,10 +219,16 @@ def history(family: Family, campaigns: int = 12) -> list[list[PairedEval]]:
     return out
 
 
-def team_prior(family: Family) -> dict:
-    """The gain prior a team with `history(family)` behind it brings (`bs.fit_gain_prior`)."""
-    fit = bs.fit_gain_prior(history(family))
-    return {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df}
+#: The effects' prior means searched by `team_prior(..., fit_location=True)` (logits).
+GAIN_LOCS = (-0.5, -0.25, 0.0, 0.15, 0.3, 0.5)
+
+
+def team_prior(family: Family, fit_location: bool = False) -> dict:
+    """The gain prior a team with `history(family)` behind it brings (`bs.fit_gain_prior`);
+    with `fit_location` the effects' prior mean is fitted too (over `GAIN_LOCS`)."""
+    fit = bs.fit_gain_prior(history(family), gain_locs=GAIN_LOCS if fit_location else None)
+    out = {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df}
+    return {**out, "gain_loc": fit.prior.gain_loc} if fit_location else out
 
 
 def _rng(rng_key) -> np.random.Generator:
