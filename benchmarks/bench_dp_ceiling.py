@@ -101,7 +101,7 @@ def main(argv=None) -> dict:
                      "rules": args.rules, "draws": args.draws, "cvu_samples": args.cvu_samples,
                      "seed": args.seed, "min_dp": args.min_dp, "candidates": 3, "rounds": 3,
                      "levels": "0.05 x {-2..2}", "utility": "adopt",
-                     "transition": "HeadroomTransition(repeat_share=0) (q_cvu+tr: Alternatives, NoTransition when stacking)"},
+                     "transition": "HeadroomTransition(repeat_share=0) (q_cvu+tr: AlternativesTransition, NoTransition when stacking)"},
         "seconds": {"total": round(time.time() - t0, 1), **timing},
         "results": variants,
     }

@@ -44,9 +44,9 @@ the last decision. Rule variants:
 | `q_cvu`     | the campaign default: continuation "rollout" over the decisions left                |
 | `q_cvu@g0`  | the same with DESIGN's one-step G0 continuation                                     |
 | `q_beta0`   | β = 0 (myopic U0 under "adopt")                                                    |
-| `q_cvu+tr`  | `q_cvu` with the transition the model follows (`Alternatives`: gains after a move  |
-|             | are X_j − X_k; `NoTransition` when stacking), to separate the default transition's  |
-|             | mismatch from the rest                                                             |
+| `q_cvu+tr`  | `q_cvu` with the transition the model follows (`AlternativesTransition`: gains     |
+|             | after a move are X_j − X_k; `NoTransition` when stacking), to separate the default |
+|             | transition's mismatch from the rest                                                |
 | `pandora`   | the `pandora` strategy: argmax reservation value over the draws, stop if z ≤ 0     |
 
 At the last decision CVU is 0 for every Q rule, so they share one `decide` call there.
@@ -316,17 +316,6 @@ def weitzman_value(p: GridProblem) -> float:
 # --------------------------------------------------------------------------- the library's rule
 
 
-@dataclasses.dataclass(frozen=True)
-class Alternatives:
-    """A transition rule for alternatives from one start policy: once k is deployed, the gain
-    of j over it is X_j − X_k, so every mean drops by k's (the variance is left as it was)."""
-
-    repeat_share: float = 0.0
-
-    def apply(self, mean, var, own_gain, j_now):
-        return mean - own_gain, var
-
-
 RULES = ("q_cvu", "q_cvu@g0", "q_beta0", "q_cvu+tr", "pandora")
 
 
@@ -376,7 +365,11 @@ class LibraryRule:
         """The library's choice at `node` (candidate index or None)."""
         import bayes_s2r as bs
         from bayes_s2r.decision.index import reservation_values
-        from bayes_s2r.decision.transition import HeadroomTransition, NoTransition
+        from bayes_s2r.decision.transition import (
+            AlternativesTransition,
+            HeadroomTransition,
+            NoTransition,
+        )
 
         left = p.rounds - len(node.tried)
         myopic = variant in ("pandora", "q_beta0") or left <= 1  # CVU plays no part: one call serves all
@@ -389,7 +382,7 @@ class LibraryRule:
                 d = bs.decide(belief, cands, budget, weights, beta=1.0, terminal=True, cvu_samples=2, **common)
             else:
                 if variant == "q_cvu+tr":
-                    common["transition"] = NoTransition() if p.stack else Alternatives()
+                    common["transition"] = NoTransition() if p.stack else AlternativesTransition()
                 d = bs.decide(belief, cands, budget, weights, beta=1.0, cvu_samples=self.cvu_samples,
                               continuation="g0" if variant == "q_cvu@g0" else "rollout", horizon=left - 1,
                               **common)
