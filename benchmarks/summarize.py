@@ -61,6 +61,7 @@ COMMANDS = {
     "cli_decide": "python benchmarks/bench_cli_decide.py --out benchmarks/results/cli_decide.json",
     "locomotion_gpu": ("python benchmarks/bench_locomotion.py --task ant --batches 4096,32768,131072 --steps 100 "
                        "--repeats 3 --native-batch 512 --native-threads 2 --out benchmarks/results/locomotion_gpu.json"),
+    "dp_ceiling": "python benchmarks/bench_dp_ceiling.py --problems 100 --per-problem --out benchmarks/results/dp_ceiling.json",
     "worlds": ("python benchmarks/bench_worlds.py --families all --worlds 120 --jobs 2 "
                "--out benchmarks/results/worlds.json"),
 }
@@ -497,6 +498,25 @@ def worlds(data: dict) -> list[str]:
     return out
 
 
+def dp_ceiling(data: dict) -> list[str]:
+    """The rule's exact value as a share of the Bayes-optimal value, on small grid problems."""
+    settings = data["settings"]
+    rules = settings["rules"]
+    out = _head("dp_ceiling", "The Bayes-optimal ceiling on small problems", data) + [
+        (f"{settings['problems']} random problems per variant, {settings['candidates']} candidates, "
+         f"{settings['rounds']} decisions, gains on a grid ({settings['levels']}); each rule's exact expected "
+         "value over the outcome tree as a share of the dynamic program's (ratio of means; in brackets the "
+         "share of problems within 5%). `q_cvu+tr` is the rule told the transition the problems follow "
+         "(`AlternativesTransition`, or `NoTransition` when gains add up); the variants are described in "
+         "`benchmarks/dp_ceiling.py`."), "",
+        "| variant | DP value | " + " | ".join(rules) + " |", "|---" * (len(rules) + 2) + "|"]
+    for variant, result in data["results"].items():
+        cells = [f"{result['rules'][r]['ratio_of_means']:.3f} ({result['rules'][r]['share_within_5pct']:.0%})"
+                 for r in rules]
+        out.append(f"| {variant} | {result['dp_mean']:.4f} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
 class Section(NamedTuple):
     """One section of the page.
 
@@ -545,6 +565,7 @@ SECTIONS = [
     Section(("cli_errors",), cli_errors),
     Section(("cli_decide",), cli_decide),
     Section(("worlds",), worlds),
+    Section(("dp_ceiling",), dp_ceiling),
 ]
 
 

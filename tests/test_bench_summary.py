@@ -138,3 +138,12 @@ def test_the_random_world_section_reports_each_family_and_the_paired_intervals()
     parts = data["settings"].get("parts") or [data["settings"]]  # a merged table names each part's command
     assert summarize.COMMANDS["worlds"] == parts[0]["command"]
     assert all(f"`{part['command']}`" in text for part in parts[1:])
+
+
+def test_the_dp_ceiling_section_reports_each_rule_as_a_share_of_the_optimum():
+    data = json.loads((summarize.HERE / "results" / "dp_ceiling.json").read_text())
+    text = "\n".join(summarize.dp_ceiling(data))
+    for variant, result in data["results"].items():
+        line = next(x for x in text.splitlines() if x.startswith(f"| {variant} | "))
+        q = result["rules"]["q_cvu"]
+        assert f"| {q['ratio_of_means']:.3f} ({q['share_within_5pct']:.0%}) |" in line
