@@ -3,10 +3,15 @@
 | kind            | lens           | what it does                                                    |
 | --------------- | -------------- | --------------------------------------------------------------- |
 | `si_retrain`    | model          | log excited real episodes, identify ξ, retrain in the fitted sim |
+|                 |                | (with `dr_around_fit` > 0: under DR around the SI posterior)     |
 | `dr_retrain`    | data           | retrain under uniform DR of the given width (in levels)          |
 | `obs_augment`   | representation | retrain with randomized observation noise and angle bias        |
 | `obs_align`     | representation | zero the sensors: real vs sim readings at rest, shift the input |
 | `real_finetune` | optimization   | ES directly on the robot with a given number of real episodes   |
+
+`si_retrain` with `dr_around_fit = s` retrains under `SIResult.to_dr(scale=s)`: each fitted
+scale drawn from a normal at its estimate with s × its posterior sd, the latency from a
+rounded normal likewise ("SI, then DR around the identified posterior").
 
 `dr_retrain` randomizes the latency by default (width 1.0 = uniform over {0, 1, 2} steps);
 pass `directions` to add mass, damping or gear (a four-direction DR needs more iterations to
@@ -62,7 +67,7 @@ KINDS = ("si_retrain", "dr_retrain", "obs_augment", "obs_align", "real_finetune"
 #: Default parameters per kind (small: each runs in seconds on 2 cores once compiled).
 DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({kind: MappingProxyType(d) for kind, d in {
     "si_retrain": {"trajectories": 8, "excitation": 0.3, "si_iterations": 40, "method": "gradient",
-                   "iterations": 16},
+                   "iterations": 16, "dr_around_fit": 0.0},
     "dr_retrain": {"width": 1.0, "directions": ("latency",), "sim_steps": None, "iterations": 16},
     "obs_augment": {"noise_level": 1.0, "bias_level": 1.0, "sim_steps": None, "iterations": 16},
     "obs_align": {"readings": 16, "z": 3.0},
@@ -133,6 +138,9 @@ def _merge(kind: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
     for k in ("trajectories", "iterations", "si_iterations", "episodes", "population"):
         if k in out:
             require_int(f"params.{k}", out[k], 1)
+    if kind == "si_retrain":  # the fit's spread is estimated across episodes
+        require_int("params.trajectories", out["trajectories"], 2)
+        require_finite_nonneg("params.dr_around_fit", out["dr_around_fit"])
     if "readings" in out:
         require_int("params.readings", out["readings"], 2)
     if out.get("sim_steps") is not None:
@@ -190,7 +198,13 @@ def run_intervention(key: jax.Array, kind: str, params: Mapping[str, Any] | None
         si = identify(k_si, sim_world, data, policy, SIConfig(method=p["method"], iterations=p["si_iterations"]))
         records.append(si.record(name, p["trajectories"], round, policy_id(policy)))
         fitted = sim_world.with_params(si.params)
-        trained = train_cem(k_tr, fitted, policy, config=CEMConfig(iterations=p["iterations"]))
+        if p["dr_around_fit"] > 0:  # SI, then DR around the identified posterior
+            spec = si.to_dr(scale=float(p["dr_around_fit"]))
+            config = CEMConfig(population=32, episodes=8, elite=4, iterations=p["iterations"])
+            trained = train_cem(k_tr, fitted, policy, spec=spec, config=config)
+            info.update(spec=spec)
+        else:
+            trained = train_cem(k_tr, fitted, policy, config=CEMConfig(iterations=p["iterations"]))
         sim_steps = si.sim_steps + trained.sim_steps
         info.update(si=si, fitness=trained.fitness)
         new_policy = trained.policy

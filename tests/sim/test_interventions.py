@@ -95,3 +95,20 @@ def test_intervention_input_errors(sim, world, nominal):
     with pytest.raises(InputError, match="params.readings"):
         sim.run_intervention(jax.random.key(0), "obs_align", {"readings": 1}, nominal, world,
                              sim.RealRobot("real_latency"))
+
+
+def test_si_then_dr_around_the_posterior(sim, world, nominal, compiled):
+    robot = sim.RealRobot("real_latency")
+    res = sim.run_intervention(jax.random.key(5), "si_retrain",
+                               {"trajectories": 4, "si_iterations": 10, "iterations": 2, "dr_around_fit": 1.0},
+                               nominal, world, robot)
+    si, spec = res.info["si"], res.info["spec"]
+    for f in sim.FITTED:  # centred at the estimate, as wide as its uncertainty
+        assert float(getattr(spec.center, f)) == pytest.approx(si.mean[f], rel=1e-6)
+        assert float(getattr(spec.width, f)) == pytest.approx(si.sd[f], rel=1e-6)
+    assert float(spec.center.latency) == si.mean["latency"] == 2.0
+    assert res.policy.weights.shape == nominal.weights.shape
+    with pytest.raises(InputError, match="params.trajectories"):
+        sim.run_intervention(jax.random.key(5), "si_retrain", {"trajectories": 1}, nominal, world, robot)
+    with pytest.raises(InputError, match="params.dr_around_fit"):
+        sim.run_intervention(jax.random.key(5), "si_retrain", {"dr_around_fit": -1.0}, nominal, world, robot)
