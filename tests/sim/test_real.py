@@ -45,3 +45,22 @@ def test_transfer_delta_needs_one_interface_and_protocol(sim, world, nominal):
     longer = sim.RealRobot("real_latency", protocol=sim.Protocol(horizon=100))
     with pytest.raises(InputError, match="protocol"):
         sim.transfer_delta(jax.random.key(0), world, longer, nominal, 4)
+
+
+def test_logs_say_when_the_robot_stopped(sim, nominal, compiled):
+    data = sim.RealRobot("real_latency").collect(jax.random.key(2), nominal, 8, excitation=0.3)
+    assert data.running.shape == data.alive.shape == (8, 200) and data.setup is None
+    assert np.all(data.running[data.alive])  # out of the success limits first, stopped later
+    stopped = ~data.running[:, -1]
+    assert stopped.sum() == data.run.unsafe > 0  # the latency makes the pole fall: the robot stops
+    assert np.all(np.diff(data.running.astype(int), axis=1) <= 0)  # once stopped, stays stopped
+
+
+def test_excitation_has_one_signal_per_actuator():
+    from bayes_s2r.sim.real import make_excitation
+
+    one = make_excitation(jax.random.key(0), 3, 10, 0.2, hold=5)
+    two = make_excitation(jax.random.key(0), 3, 10, 0.2, hold=5, act_size=2)
+    assert one.shape == (3, 10) and two.shape == (3, 10, 2)
+    assert np.all(np.asarray(two[:, :5]) == np.asarray(two[:, :1]))  # held for 5 steps
+    assert np.abs(np.asarray(two)).max() <= 0.2
