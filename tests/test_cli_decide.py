@@ -162,3 +162,10 @@ def test_a_typo_is_reported_before_jax_loads(tmp_path, args):
             "print('jax loaded' if 'jax' in sys.modules else 'no jax')\n")
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["exit", "2", "no", "jax"], out.stdout + out.stderr
+
+
+def test_the_command_line_fits_as_the_campaign_does_by_default():
+    from bayes_s2r.campaign.config import CAMPAIGN_FIT
+    from bayes_s2r.cli_decide import DEFAULT_METHOD
+
+    assert DEFAULT_METHOD == CAMPAIGN_FIT.method
