@@ -57,8 +57,9 @@ from bayes_s2r.sim.params import (
     stack_params,
 )
 from bayes_s2r.sim.policy import Policy, as_policy
+from bayes_s2r.sim.ppo import PPOConfig, PPOResult, train_ppo
 from bayes_s2r.sim.real import RealRobot, RealRun, RealTrajectories, make_excitation
-from bayes_s2r.sim.robot import Robot, is_robot
+from bayes_s2r.sim.robot import Robot, is_robot, require_robot
 from bayes_s2r.sim.rollout import (
     CHUNK,
     EpisodeStats,
@@ -125,6 +126,8 @@ __all__ = [
     "ModelField",
     "ObsBias",
     "ObsNoise",
+    "PPOConfig",
+    "PPOResult",
     "PairedResult",
     "ParamSpace",
     "Params",
@@ -170,6 +173,7 @@ __all__ = [
     "policy_id",
     "policy_label",
     "rank_directions",
+    "require_robot",
     "rollout",
     "rollout_dr",
     "rollout_trajectories",
@@ -184,5 +188,6 @@ __all__ = [
     "survived",
     "train_cem",
     "train_es",
+    "train_ppo",
     "transfer_delta",
 ]
