@@ -16,16 +16,15 @@ Env-steps count control steps (each is the environment's `n_frames` physics step
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
 
+import common
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-sys.path.insert(0, os.path.dirname(__file__))
-import common  # noqa: E402
 
 
 def _randomization(batch: int, seed: int):
@@ -50,7 +49,7 @@ def _randomization(batch: int, seed: int):
 
 def _mlp(key, sizes):
     params = []
-    for k, (a, b) in zip(jax.random.split(key, len(sizes) - 1), zip(sizes[:-1], sizes[1:])):
+    for k, (a, b) in zip(jax.random.split(key, len(sizes) - 1), itertools.pairwise(sizes)):
         params.append((jax.random.normal(k, (a, b)) / np.sqrt(a), jnp.zeros(b)))
     return params
 
@@ -96,8 +95,8 @@ def mjx_rate(task: str, batch: int, steps: int, repeats: int, seed: int = 0) -> 
 
 def native_rate(task: str, batch: int, steps: int, repeats: int, threads: int) -> dict:
     import mujoco
-    from mujoco import rollout
     from brax import envs
+    from mujoco import rollout
 
     env = envs.get_environment(task, backend="mjx")
     model = env.sys.mj_model

@@ -176,10 +176,10 @@ def _channels(obj):
 
 
 @dataclasses.dataclass(frozen=True)
-class ObsNoise:
-    """Gaussian noise of standard deviation `value` on `channels` (None: every channel)."""
+class _ObsChannels:
+    """A value acting on chosen observation channels (None: every channel)."""
 
-    name: str = "obs_noise"
+    name: str
     channels: tuple[int, ...] | None = None
     unit: float = 0.05
 
@@ -190,27 +190,23 @@ class ObsNoise:
 
     nominal = 0.0
     integer = False
-    low = 0.0
     high = math.inf
 
 
 @dataclasses.dataclass(frozen=True)
-class ObsBias:
+class ObsNoise(_ObsChannels):
+    """Gaussian noise of standard deviation `value` on `channels` (None: every channel)."""
+
+    name: str = "obs_noise"
+    low = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ObsBias(_ObsChannels):
     """A constant offset `value` on `channels` (None: every channel)."""
 
     name: str = "obs_bias"
-    channels: tuple[int, ...] | None = None
-    unit: float = 0.05
-
-    def __post_init__(self):
-        _check_name(self.name)
-        _channels(self)
-        object.__setattr__(self, "unit", require_finite(f"{self.name}.unit", self.unit))
-
-    nominal = 0.0
-    integer = False
     low = -math.inf
-    high = math.inf
 
 
 @dataclasses.dataclass(frozen=True)

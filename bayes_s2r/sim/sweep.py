@@ -137,19 +137,7 @@ def sensitivity_sweep(key: jax.Array, world: World | Task, policy, space: ParamS
     params = stack_params([c[4] for c in conds for _ in range(n)])
     init = (jnp.tile(q0, (m, 1)), jnp.tile(qd0, (m, 1)))
     stats = simulate_batch(k_noise, world, policy, params, init=init)
-    success = np.asarray(stats.success).reshape(m, n)
-    score = np.asarray(stats.score).reshape(m, n)
-    label = policy_name or policy_id(policy)
-    trials, rows = [], []
-    for i, (d, level, pd_, pl, _) in enumerate(conds):
-        s = int(success[i].sum())
-        trials.append(SensitivityTrial(direction=d, level=level, successes=s, episodes=n, tier="proxy",
-                                       policy=label, round=round, pair_direction=pd_, pair_level=pl))
-        rows.append({"direction": d, "level": level, "pair_direction": pd_, "pair_level": pl,
-                     "successes": s, "episodes": n, "success_rate": s / n,
-                     "mean_score": float(score[i].mean())})
-    table = pd.DataFrame(rows)
-    return SweepResult(trials, table, rank_directions(table), m * n * world.protocol.horizon)
+    return _sweep_result(conds, stats, n, policy_name or policy_id(policy), round, world.protocol.horizon)
 
 
 def _task_sweep(key, task, policy, space, names, lv, pair_list, plv, n, label, round) -> SweepResult:
@@ -163,6 +151,12 @@ def _task_sweep(key, task, policy, space, names, lv, pair_list, plv, n, label, r
     keys = jnp.concatenate([jax.random.split(key, n)] * m)  # common random numbers
     values = np.repeat(np.stack([c[4] for c in conds]), n, axis=0)
     stats = simulate_task(key, task, policy, values, space=space, keys=keys)
+    return _sweep_result(conds, stats, n, label, round, task.horizon)
+
+
+def _sweep_result(conds, stats, n: int, label: str, round: int, horizon: int) -> SweepResult:
+    """Records, table and ranking of a sweep whose `stats` hold n episodes per condition, in order."""
+    m = len(conds)
     success = np.asarray(stats.success).reshape(m, n)
     score = np.asarray(stats.score).reshape(m, n)
     trials, rows = [], []
@@ -174,7 +168,7 @@ def _task_sweep(key, task, policy, space, names, lv, pair_list, plv, n, label, r
                      "successes": s, "episodes": n, "success_rate": s / n,
                      "mean_score": float(score[i].mean())})
     table = pd.DataFrame(rows)
-    return SweepResult(trials, table, rank_directions(table), m * n * task.horizon)
+    return SweepResult(trials, table, rank_directions(table), m * n * horizon)
 
 
 def rank_directions(table: pd.DataFrame, level: float = 1.0) -> list[str]:
