@@ -8,7 +8,8 @@ Brax. Worlds wrap Brax's `inverted_pendulum` (generalized backend) with explicit
 A lab's own simulator and policy: `Task.from_brax(env, ...)` over any Brax environment (MJX
 included), `ParamSpace` of named mismatch directions with `DR` distributions and a Brax/
 Playground `randomization_fn`, and `Policy(apply, params)` for any JAX policy. `rollout`,
-`rollout_dr`, `sensitivity_sweep` and `paired_eval` take a `Task` where they take a `World`.
+`rollout_dr`, `sensitivity_sweep`, `paired_eval` and `identify` (on `TaskData`) take a `Task`
+where they take a `World`.
 """
 
 import contextlib as _contextlib
@@ -77,6 +78,7 @@ from bayes_s2r.sim.rollout import (
 from bayes_s2r.sim.space import DR, Latency, ModelField, ObsBias, ObsNoise, ParamSpace, SysFn
 from bayes_s2r.sim.sweep import SweepResult, pair_effects, rank_directions, sensitivity_sweep
 from bayes_s2r.sim.sysid import FITTED, SIConfig, SIResult, identify
+from bayes_s2r.sim.sysid_task import TaskData
 from bayes_s2r.sim.task import Episode, Task, TaskStats, episode_fn, never, simulate_task, survived
 from bayes_s2r.sim.train import (
     CEMConfig,
@@ -143,6 +145,7 @@ __all__ = [
     "SweepResult",
     "SysFn",
     "Task",
+    "TaskData",
     "TaskStats",
     "TrainResult",
     "Trajectory",

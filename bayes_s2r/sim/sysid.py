@@ -37,7 +37,7 @@ A cross-entropy-method search (populations through one vmapped replay) runs when
 from __future__ import annotations
 
 import time
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -52,7 +52,7 @@ from bayes_s2r.sim.replay import residuals, segments, sse_population
 from bayes_s2r.sim.rollout import LinearPolicy, _broadcast_policy, policy_id
 from bayes_s2r.sim.world import World
 
-__all__ = ["COVARIANCES", "FITTED", "SIConfig", "SIResult", "identify"]
+__all__ = ["COVARIANCES", "FITTED", "Coord", "SIConfig", "SIResult", "identify"]
 
 #: The continuous parameters fitted on a log scale.
 FITTED = ("mass_scale", "damping_scale", "gear_scale")
@@ -92,6 +92,16 @@ class SIConfig(NamedTuple):
     prior_sd: float = 0.5
 
 
+class Coord(NamedTuple):
+    """How a fitted coordinate θ maps to a direction's value: exp(θ) (`log`, a scale) or
+    nominal + unit·θ (an offset or a user's direction); the prior is normal on θ."""
+
+    name: str
+    log: bool
+    nominal: float
+    unit: float
+
+
 class SIResult(NamedTuple):
     """Result of `identify`.
 
@@ -109,7 +119,11 @@ class SIResult(NamedTuple):
             (`cov_log` is the jackknife's; the others are kept for comparison).
         dof: degrees of freedom of the interval's t quantile (episodes − 1).
         latencies: the latencies profiled.
-        start: the log-scales the fit started from (drawn with the key).
+        start: the fitted coordinates the fit started from (drawn with the key).
+        coords: on a task, one `Coord` per fitted direction (in the order of `cov_log`); ()
+            on a world (its coordinates are the log-scales of `FITTED`).
+        space: on a task, its `ParamSpace` (`params` is then the identified value vector [D]
+            in the space's order, unfitted directions at nominal); None on a world.
     """
 
     params: Params
@@ -126,6 +140,11 @@ class SIResult(NamedTuple):
     dof: int
     latencies: tuple
     start: np.ndarray
+    coords: tuple = ()
+    space: Any = None
+
+    def _coords(self) -> tuple:
+        return self.coords or tuple(Coord(f, True, 1.0, 1.0) for f in FITTED)
 
     def record(self, candidate: str, trajectories: int, round: int = 0, policy: str | None = None):
         """The `SystemIdRecord` of this estimate."""
@@ -134,9 +153,10 @@ class SIResult(NamedTuple):
                               round=round, policy=policy)
 
     def interval(self, level: float = 0.9, covariance: str = "jackknife") -> dict:
-        """Central `level` intervals of the scales: name -> (low, high).
+        """Central `level` intervals of the fitted parameters: name -> (low, high).
 
-        Computed on the log scale with Student's t (`dof`), then exponentiated. `covariance`
+        Computed on the fitted coordinate (the log of a scale) with Student's t (`dof`), then
+        mapped back (a scale's interval is exponentiated). `covariance`
         picks another estimator of `COVARIANCES` (for comparison; "laplace" uses a normal
         quantile, as a plain Laplace approximation would).
         """
@@ -146,19 +166,25 @@ class SIResult(NamedTuple):
         cov = self.covariances[covariance]
         q = sps.norm.ppf(0.5 + level / 2) if covariance == "laplace" else sps.t.ppf(0.5 + level / 2, self.dof)
         out = {}
-        for i, f in enumerate(FITTED):
-            half = q * np.sqrt(max(cov[i, i], 0.0))
-            out[f] = (float(self.mean[f] * np.exp(-half)), float(self.mean[f] * np.exp(half)))
+        for i, c in enumerate(self._coords()):
+            half, m = q * np.sqrt(max(cov[i, i], 0.0)), self.mean[c.name]
+            lo, hi = (m * np.exp(-half), m * np.exp(half)) if c.log else (m - c.unit * half, m + c.unit * half)
+            out[c.name] = (float(lo), float(hi))
         return out
 
-    def to_dr(self, scale: float = 1.0) -> DRSpec:
+    def to_dr(self, scale: float = 1.0):
         """A DR distribution around the identified posterior: "SI, then DR around it".
 
-        Every fitted scale is drawn from a normal centred at its estimate with standard
+        Every fitted parameter is drawn from a normal centred at its estimate with standard
         deviation `scale` × its posterior sd; the latency from a rounded normal around its
-        estimate with `scale` × its posterior sd; the other fields stay at the identified ξ.
+        estimate with `scale` × its posterior sd; the other fields stay at the identified ξ (a
+        world's `DRSpec`) or at the space's nominal (a task's `DR`, from `space.dr`).
         """
         scale = require_positive("scale", scale)
+        if self.space is not None:
+            names = [n for n in self.mean if n in self.space.names]
+            return self.space.dr({n: scale * self.sd[n] for n in names}, center={n: self.mean[n] for n in names},
+                                 normal={n: True for n in names})
         names = (*FITTED, "latency")
         return DRSpec.create(center=self.params, width={f: scale * self.sd[f] for f in names},
                              normal={f: True for f in names})
@@ -283,56 +309,40 @@ def _design_effect(covs: dict) -> float:
     return float(np.clip(np.median(jk[ok] / lap[ok]), 1.0, 1e6)) if ok.any() else 1.0
 
 
-def identify(key: jax.Array, world: World, data: RealTrajectories, policy: LinearPolicy,
-             config: SIConfig | None = None) -> SIResult:
-    """Identify mass, damping and gear scales and the latency from logged real episodes.
+class _Fit(NamedTuple):
+    """What `_fit_posterior` returns: the estimate and its calibrated posterior."""
+
+    theta: np.ndarray        # fitted coordinates at the best latency
+    latency: int
+    probs: np.ndarray        # posterior over the latencies
+    cov: np.ndarray          # posterior covariance of theta (jackknife)
+    covs: dict               # every estimator of COVARIANCES -> posterior covariance
+    loss: float              # SSE at the estimate
+    sigma2: float
+    method: str
+
+
+def _fit_posterior(key: jax.Array, fn, sse, theta0: np.ndarray, center: np.ndarray, lats: tuple,
+                   config: SIConfig, n_values: float) -> _Fit:
+    """Levenberg–Marquardt (or CEM) fit and jackknife posterior of any replay.
 
     Args:
-        key: PRNG key: draws the fit's starting point (`SIConfig.init_sd`) and the CEM
-            populations. The same key gives the same answer.
-        world: the sim world; its ξ is the prior centre and supplies the unfitted fields.
-        data: `RealTrajectories` from `RealRobot.collect` (with excitation, ideally), at
-            least 2 episodes.
-        policy: the policy that generated `data` (replayed in closed loop).
-        config: `SIConfig`.
-
-    Returns:
-        `SIResult`; `.interval(0.9)` gives calibrated intervals, `.to_dr()` a DR distribution
-        around the posterior, `.record(candidate, trajectories)` the `SystemIdRecord`.
+        key: draws the CEM populations.
+        fn: fn(θ [P], latency) -> (residuals [K, n], Jacobian [K, n, P]), one row per episode.
+        sse: sse(θs [M, P], latencies [M]) -> SSE of each pair, [M].
+        theta0: the start; center: the prior's centre (normal, sd `config.prior_sd`).
+        lats: the latencies profiled; config: `SIConfig`; n_values: residuals that count.
     """
-    config = _check_config(config or SIConfig())
-    start = time.perf_counter()
-    segs, scale = _prepare(data, world, config.segment)
-    _broadcast_policy(policy, 1, world.act_size, world.obs_size)  # a policy of this world, or InputError
-    k, replayed = segs[0].shape[0], int(np.prod(segs[-1].shape))  # episodes, replayed steps per pass
-    base = world.params._replace(obs_noise=0.0)
-    lats = tuple(config.latencies)
-    k_start, k_cem = jax.random.split(key)
-    center = np.log(np.array([float(getattr(base, f)) for f in FITTED]))
-    theta0 = center + config.init_sd * np.asarray(jax.random.normal(k_start, (len(FITTED),)), np.float64)
-    base_j = Params(*(jnp.asarray(v, jnp.float32) for v in base))
-    pol = LinearPolicy(jnp.asarray(policy.weights, jnp.float32), jnp.asarray(policy.bias, jnp.float32))
-    arrays = tuple(jnp.asarray(x) for x in (*segs, scale))
-    passes = 0  # replays of the whole data set (a Jacobian evaluation counts as 4)
-
-    def fn(theta, latency):
-        nonlocal passes
-        passes += 4
-        return residuals(jnp.asarray(theta, jnp.float32), jnp.float32(latency), base_j, world.env, pol, *arrays)
-
-    def sse(thetas, latencies):
-        nonlocal passes
-        passes += len(latencies)
-        out = sse_population(jnp.asarray(np.asarray(thetas), jnp.float32), jnp.asarray(latencies, jnp.float32),
-                              base_j, world.env, pol, *arrays)
-        return np.asarray(out, np.float64)
+    dim = len(theta0)
+    prior_w2 = lambda sigma2, deff: sigma2 * deff / config.prior_sd**2  # prior weight in SSE units
+    penalty = lambda t, w2: w2 * float(((t - center) ** 2).sum())
 
     def fit_cem(key, theta, latency):
-        mu, sd = np.asarray(theta, np.float64), np.full(3, 0.3)
+        mu, sd = np.asarray(theta, np.float64), np.full(dim, 0.3)
         best = (np.inf, mu)
         for _ in range(config.iterations):
             key, sub = jax.random.split(key)
-            pop = mu + sd * np.asarray(jax.random.normal(sub, (config.population, 3)))
+            pop = mu + sd * np.asarray(jax.random.normal(sub, (config.population, dim)))
             loss = sse(pop, [latency] * config.population)
             order = np.argsort(loss)
             if loss[order[0]] < best[0]:
@@ -340,10 +350,6 @@ def identify(key: jax.Array, world: World, data: RealTrajectories, policy: Linea
             elite = pop[order[:config.elite]]
             mu, sd = elite.mean(0), elite.std(0) + 1e-3
         return best[1], best[0], np.diag(sd**2)
-
-    n_values = float(segs[-1].sum()) * segs[5].shape[-1]
-    prior_w2 = lambda sigma2, deff: sigma2 * deff / config.prior_sd**2  # prior weight in SSE units
-    penalty = lambda t, w2: w2 * float(((t - center) ** 2).sum())
 
     def fit_gradient(lat, sse0):
         # the prior's weight needs the noise level and the residuals' design effect, known only
@@ -373,7 +379,7 @@ def identify(key: jax.Array, world: World, data: RealTrajectories, policy: Linea
     if method == "cem":
         for i in np.argsort(prof)[:config.refits]:
             lat = lats[int(i)]
-            theta, loss, cov_lat = fit_cem(k_cem, theta0, lat)
+            theta, loss, cov_lat = fit_cem(key, theta0, lat)
             fits[lat] = (loss, theta)
             if loss <= min(v[0] for v in fits.values()):
                 cem_cov = cov_lat
@@ -386,12 +392,11 @@ def identify(key: jax.Array, world: World, data: RealTrajectories, policy: Linea
     w2 = prior_w2(sigma2, deff) if method == "gradient" else 0.0
     # posterior = calibrated data precision + prior precision (a direction the data leave
     # unidentified keeps the prior's spread)
-    prior_prec = np.eye(3) / config.prior_sd**2
+    prior_prec = np.eye(dim) / config.prior_sd**2
     covs = {c: np.linalg.inv(_psd_inverse(v) + prior_prec) for c, v in data_covs.items()}
     cov = covs["jackknife"]
     if not np.all(np.isfinite(cov)):
-        cov = cem_cov if cem_cov is not None else np.full((3, 3), np.nan)
-    loss = float((r**2).sum())
+        cov = cem_cov if cem_cov is not None else np.full((dim, dim), np.nan)
     # the profile: each fitted latency at its own fit, the others at the best fit; tempered
     # by the design effect like the scales' likelihood
     prof = sse(np.repeat(theta[None], len(lats), 0), lats) + penalty(theta, w2)
@@ -400,15 +405,89 @@ def identify(key: jax.Array, world: World, data: RealTrajectories, policy: Linea
     logits = -(prof - prof.min()) / (2 * sigma2 * deff)
     probs = np.exp(logits - logits.max())
     probs /= probs.sum()
-    est = np.exp(theta)
+    return _Fit(np.asarray(theta, np.float64), int(latency), probs, np.asarray(cov), covs,
+                float((r**2).sum()), sigma2, method)
+
+
+def _latency_moments(fit: _Fit, lats: tuple) -> tuple[float, float]:
+    """The latency estimate (the best fit's) and its posterior sd."""
+    lat_arr = np.asarray(lats, float)
+    var = (fit.probs * (lat_arr - (fit.probs * lat_arr).sum()) ** 2).sum()
+    return float(fit.latency), float(np.sqrt(max(var, 0.0)))
+
+
+def identify(key: jax.Array, world, data, policy, config: SIConfig | None = None, *,
+             space=None, fit=None) -> SIResult:
+    """Identify a simulator's parameters from logged real episodes.
+
+    On a built-in `World`: mass, damping and gear scales and the latency, from
+    `RealTrajectories` replayed in closed-loop segments. On a lab's own `sim.Task`: the
+    continuous directions of `space` (and its latency), from `TaskData` replayed open loop
+    (see `bayes_s2r.sim.sysid_task.identify_task`, which this calls).
+
+    Args:
+        key: PRNG key: draws the fit's starting point (`SIConfig.init_sd`) and the CEM
+            populations. The same key gives the same answer.
+        world: the sim world (its ξ is the prior centre and supplies the unfitted fields), or
+            a `sim.Task`.
+        data: `RealTrajectories` from `RealRobot.collect` (with excitation, ideally) for a
+            world, `TaskData` for a task; at least 2 episodes.
+        policy: the policy that generated `data` (replayed in closed loop on a world).
+        config: `SIConfig`.
+        space: the task's `ParamSpace` (a task only).
+        fit: names of the directions fitted (a task only; default: every model direction).
+
+    Returns:
+        `SIResult`; `.interval(0.9)` gives calibrated intervals, `.to_dr()` a DR distribution
+        around the posterior, `.record(candidate, trajectories)` the `SystemIdRecord`.
+    """
+    from bayes_s2r.sim.task import Task
+
+    if isinstance(world, Task):
+        from bayes_s2r.sim.sysid_task import identify_task
+
+        return identify_task(key, world, data, policy, config, space=space, fit=fit)
+    if not isinstance(world, World):
+        raise InputError("world", world, "a sim.World or a sim.Task")
+    for name, v in (("space", space), ("fit", fit)):
+        if v is not None:
+            raise InputError(name, v, "None on a World (its fitted parameters are FITTED and the latency)")
+    config = _check_config(config or SIConfig())
+    start = time.perf_counter()
+    segs, scale = _prepare(data, world, config.segment)
+    _broadcast_policy(policy, 1, world.act_size, world.obs_size)  # a policy of this world, or InputError
+    k, replayed = segs[0].shape[0], int(np.prod(segs[-1].shape))  # episodes, replayed steps per pass
+    base = world.params._replace(obs_noise=0.0)
+    lats = tuple(config.latencies)
+    k_start, k_cem = jax.random.split(key)
+    center = np.log(np.array([float(getattr(base, f)) for f in FITTED]))
+    theta0 = center + config.init_sd * np.asarray(jax.random.normal(k_start, (len(FITTED),)), np.float64)
+    base_j = Params(*(jnp.asarray(v, jnp.float32) for v in base))
+    pol = LinearPolicy(jnp.asarray(policy.weights, jnp.float32), jnp.asarray(policy.bias, jnp.float32))
+    arrays = tuple(jnp.asarray(x) for x in (*segs, scale))
+    passes = 0  # replays of the whole data set (a Jacobian evaluation counts as 4)
+
+    def fn(theta, latency):
+        nonlocal passes
+        passes += 4
+        return residuals(jnp.asarray(theta, jnp.float32), jnp.float32(latency), base_j, world.env, pol, *arrays)
+
+    def sse(thetas, latencies):
+        nonlocal passes
+        passes += len(latencies)
+        out = sse_population(jnp.asarray(np.asarray(thetas), jnp.float32), jnp.asarray(latencies, jnp.float32),
+                              base_j, world.env, pol, *arrays)
+        return np.asarray(out, np.float64)
+
+    n_values = float(segs[-1].sum()) * segs[5].shape[-1]
+    res = _fit_posterior(k_cem, fn, sse, theta0, center, lats, config, n_values)
+    est, cov = np.exp(res.theta), res.cov
     mean = {f: float(est[i]) for i, f in enumerate(FITTED)}
     sd = {f: float(est[i] * np.sqrt(max(cov[i, i], 0.0))) for i, f in enumerate(FITTED)}
-    lat_arr = np.asarray(lats, float)
-    mean["latency"] = float(latency)
-    sd["latency"] = float(np.sqrt(max((probs * (lat_arr - (probs * lat_arr).sum()) ** 2).sum(), 0.0)))
-    params = world.params._replace(**{f: mean[f] for f in FITTED}, latency=float(latency))
-    return SIResult(params, mean, sd, np.asarray(cov), probs, loss, sigma2, method, int(passes * replayed),
-                    time.perf_counter() - start, covs, k - 1, lats, np.asarray(theta0))
+    mean["latency"], sd["latency"] = _latency_moments(res, lats)
+    params = world.params._replace(**{f: mean[f] for f in FITTED}, latency=float(res.latency))
+    return SIResult(params, mean, sd, cov, res.probs, res.loss, res.sigma2, res.method, int(passes * replayed),
+                    time.perf_counter() - start, res.covs, k - 1, lats, np.asarray(theta0))
 
 
 def identify_record(result: SIResult, candidate: str, data: RealTrajectories, policy: LinearPolicy,
