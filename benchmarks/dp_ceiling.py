@@ -26,6 +26,24 @@ induction over histories, the posterior of every node by Bayes' rule over the jo
 and the value of any decision rule (`policy_value`, the same recursion following the rule's
 choices with the exact outcome probabilities) are exact sums.
 
+Full information and baselines (`ceiling`). `oracle_value` is the campaign's `oracle_safe`
+strategy (`bayes_s2r.campaign.strategies.oracle(gated=True)`) in this model: it knows the true
+gains (a point of the grid) and at each decision runs, among the feasible tries (untried,
+within the hard budget and the decisions left; the model has no safety gate, so `oracle_safe`
+and `oracle` coincide), the one with the largest true gain over the deployed policy (X_k − X_inc;
+X_k when stacking) minus its price C_λ = c_k, ties to the lower index, and stops when that is
+≤ 0. It pays for what it runs, and the noisy evaluation still decides adoption: a try that the
+evaluation rejects leaves the incumbent in place and the oracle moves on to the next best. Its
+value is exact: the prior-weighted sum over the grid points of `policy_value` on the problem
+with the prior a point mass there (`known`). It is greedy, not the best policy that knows the
+gains: `clairvoyant_value` is that (the DP of each point mass), an upper bound on every
+policy; with an exact evaluation the two are equal. The exact non-oracle baselines: Weitzman's
+index on the prior's marginals (`weitzman_rule`; compared with 0 when stacking), the index on the
+node posterior of the gain over the incumbent (`posterior_index_rule`, the `pandora` strategy
+without the 4,000-draw quantization) and one-step look-ahead (`myopic_rule`, the exact
+`q_beta0` under "adopt"). The share of the gap from the best baseline to the oracle that the DP
+closes is the most any policy that does not see the gains can close on these problems.
+
 The library's rule (`LibraryRule`). At each node `decide` gets the node's posterior as a
 `GainBelief` of 4,000 draws from the grid posterior (counts by largest-remainder rounding of
 4,000·p, shuffled with a fixed seed: a deterministic quantization, not a Monte-Carlo sample),
@@ -302,7 +320,8 @@ def weitzman_rule(p: GridProblem) -> Rule:
 
     def rule(p: GridProblem, node: Node) -> int | None:
         opts = options(p, node)
-        best = stop_value(p, node)  # exact here: the incumbent's gain is known
+        # exact evaluation: the incumbent's gain is known; stacking: each gain adds, so 0
+        best = 0.0 if p.stack else stop_value(p, node)
         k = max(opts, key=lambda i: (z[i], -i))
         return k if z[k] > best + 1e-12 else None
 
@@ -311,6 +330,96 @@ def weitzman_rule(p: GridProblem) -> Rule:
 
 def weitzman_value(p: GridProblem) -> float:
     return policy_value(p, weitzman_rule(p))
+
+
+# --------------------------------------------------------------------------- exact baselines
+
+
+def relative_gains(p: GridProblem, node: Node) -> np.ndarray:
+    """[N, K] gain of trying each candidate at `node` for every grid point (units): X_k − X_inc,
+    or X_k when stacking."""
+    base = p.points[:, [node.inc]] if node.inc >= 0 and not p.stack else 0
+    return p.points - base
+
+
+def posterior_index_rule(p: GridProblem, node: Node) -> int | None:
+    """The `pandora` strategy computed exactly: reservation values of each option's gain over
+    the incumbent under the node's posterior (the library's rule reads 4,000 draws of it);
+    argmax z (ties: the lower index), stop when no z is above 0."""
+    opts = options(p, node)
+    rel = relative_gains(p, node)
+    best, arg = 0.0, None
+    for k in opts:
+        lv, inv = np.unique(rel[:, k], return_inverse=True)
+        z = reservation_value(lv * UNIT, np.bincount(inv, weights=node.w, minlength=len(lv)), float(p.cost[k]))
+        if z > best + 1e-12:
+            best, arg = z, k
+    return arg
+
+
+def myopic_rule(p: GridProblem, node: Node) -> int | None:
+    """One-step look-ahead (the exact `q_beta0` under "adopt"): the option with the largest
+    E[value after trying it and stopping] − cost, if that is above stopping now."""
+    now = stop_value(p, node)
+    best, arg = now + 1e-12, None
+    for k in options(p, node):
+        v = -float(p.cost[k]) + sum(prob * stop_value(p, c) for prob, c in outcomes(p, node, k))
+        if v > best:
+            best, arg = v, k
+    return arg
+
+
+# --------------------------------------------------------------------------- full information
+
+
+def oracle_rule(p: GridProblem, node: Node) -> int | None:
+    """The campaign's `oracle_safe` strategy (`bayes_s2r.campaign.strategies.oracle(gated=True)`)
+    at a node whose weights are a point mass on the true gains: among the feasible options
+    (untried, within the hard budget and the decisions left; this model has no safety gate)
+    the argmax of true gain over the deployed policy − C_λ (C_λ = c_k; ties: the lower index),
+    stop when that is ≤ 0. It pays for what it runs, and the noisy evaluation still decides
+    adoption (a run that the evaluation rejects leaves the incumbent, and the oracle moves on)."""
+    opts = options(p, node)
+    if not opts:
+        return None
+    true = node.w @ relative_gains(p, node) * UNIT  # exact: w is a point mass
+    k = max(opts, key=lambda i: (true[i] - p.cost[i], -i))
+    return k if true[k] - p.cost[k] > 0.0 else None
+
+
+def known(p: GridProblem, i: int) -> GridProblem:
+    """The problem with the gains known: the prior a point mass on grid point i (the same
+    costs, noise, budget and decisions; the tree of evaluation outcomes is the same)."""
+    return dataclasses.replace(p, points=p.points[i:i + 1], prior=np.ones(1), name=f"{p.name}@{i}")
+
+
+def oracle_value(p: GridProblem) -> float:
+    """E over the prior of the `oracle_safe` rule's value when it knows the true gains (exact:
+    a sum over the grid points and, for each, the exact tree of evaluation outcomes)."""
+    return float(sum(q * policy_value(known(p, i), oracle_rule) for i, q in enumerate(p.prior)))
+
+
+def clairvoyant_value(p: GridProblem) -> float:
+    """E over the prior of the best policy that knows the true gains (the DP of each point
+    mass, so it still faces the evaluation noise): an upper bound on every policy's value,
+    the DP's and `oracle_value`'s included. With an exact evaluation it equals
+    `oracle_value` (one try of the best x_k − c_k, if positive)."""
+    return float(sum(q * dp_value(known(p, i)) for i, q in enumerate(p.prior)))
+
+
+BASELINES = ("index_prior", "index_posterior", "myopic")
+
+
+def ceiling(p: GridProblem) -> dict:
+    """The exact values of one problem: the DP, the exact baselines (Weitzman's index on the
+    prior's marginals, the index on the node posterior, one-step look-ahead), the `oracle_safe`
+    oracle and the clairvoyant optimum."""
+    return {"dp": dp_value(p),
+            "index_prior": policy_value(p, weitzman_rule(p)),
+            "index_posterior": policy_value(p, posterior_index_rule),
+            "myopic": policy_value(p, myopic_rule),
+            "oracle": oracle_value(p),
+            "clairvoyant": clairvoyant_value(p)}
 
 
 # --------------------------------------------------------------------------- the library's rule
@@ -402,8 +511,9 @@ class LibraryRule:
 
 
 def evaluate(p: GridProblem, rules=RULES, *, num_draws: int = 4000, cvu_samples: int = 256, seed: int = 0,
-             check_index: bool = True) -> dict:
-    """DP value, Weitzman's index value (exact reveal) and each library rule's exact value."""
+             check_index: bool = True, with_ceiling: bool = True) -> dict:
+    """DP value, Weitzman's index value (exact reveal), each library rule's exact value and
+    (`with_ceiling`) the exact baselines and full-information values of `ceiling`."""
     out = {"problem": p.name, "dp": dp_value(p)}
     if p.exact and p.independent and np.isinf(p.budget) and p.rounds >= p.k and not p.stack:
         out["index"] = weitzman_value(p)
@@ -413,4 +523,6 @@ def evaluate(p: GridProblem, rules=RULES, *, num_draws: int = 4000, cvu_samples:
     for r in rules:
         out[r] = policy_value(p, lib.rule(r))
     out["decide_calls"] = lib.calls
+    if with_ceiling:
+        out.update({k: v for k, v in ceiling(p).items() if k != "dp"})
     return out

@@ -113,3 +113,83 @@ def test_stacking_adds_the_kept_gains():
     # as alternatives the second try is worth less: the best of the two is kept, not both
     q = dc.grid_problem(marg, [0.01, 0.01])
     assert dc.dp_value(q) < dc.dp_value(p) - 1e-3
+
+
+# --------------------------------------------------------------------------- full information
+
+
+def test_oracle_value_by_hand():
+    # one exact try: X = +0.1 w.p. 0.3, −0.1 w.p. 0.7, cost 0.01; knowing X the oracle runs it
+    # only when X = +0.1: 0.3·(0.1 − 0.01) = 0.027 (the Bayes-optimal policy gets 0.02)
+    p = dc.grid_problem(np.array([[0.7, 0, 0, 0, 0.3]]), [0.01])
+    assert dc.oracle_value(p) == pytest.approx(0.027, abs=1e-12)
+    assert dc.clairvoyant_value(p) == pytest.approx(0.027, abs=1e-12)
+    assert dc.dp_value(p) == pytest.approx(0.02, abs=1e-12)
+    # a noisy evaluation (offsets ±0.5, ±1.5 grid steps w.p. 0.4, 0.1) still decides adoption:
+    # X = +0.05 (2 units) is rejected only when ε = −3 units (w.p. 0.1): 0.5·(0.9·0.05 − 0.01)
+    noise = (np.array([-3, -1, 1, 3]), np.array([0.1, 0.4, 0.4, 0.1]))
+    q = dc.grid_problem(np.array([[0, 0.5, 0, 0.5, 0]]), [0.01], noise=noise)
+    assert dc.oracle_value(q) == pytest.approx(0.5 * (0.9 * 0.05 - 0.01), abs=1e-12)
+
+
+def test_oracle_pays_for_what_it_runs_and_moves_on_after_a_rejection():
+    # two candidates both worth exactly +0.05, costs 0.01 and 0.02, the noise above: the oracle
+    # runs m0 (0.04 > 0.03); kept w.p. 0.9 (then m1 adds nothing over it: stop), else it runs m1
+    noise = (np.array([-3, -1, 1, 3]), np.array([0.1, 0.4, 0.4, 0.1]))
+    marg = np.array([[0, 0, 0, 1.0, 0], [0, 0, 0, 1.0, 0]])
+    p = dc.grid_problem(marg, [0.01, 0.02], noise=noise)
+    by_hand = 0.9 * (0.05 - 0.01) + 0.1 * (0.9 * (0.05 - 0.03) + 0.1 * (-0.03))
+    assert dc.oracle_value(p) == pytest.approx(by_hand, abs=1e-12)
+    # the gains are known already: the DP, the clairvoyant and the oracle agree
+    assert dc.dp_value(p) == pytest.approx(by_hand, abs=1e-12)
+    assert dc.clairvoyant_value(p) == pytest.approx(by_hand, abs=1e-12)
+    # with one decision it cannot move on: 0.9·0.05 − 0.01
+    one = dc.grid_problem(marg, [0.01, 0.02], noise=noise, rounds=1)
+    assert dc.oracle_value(one) == pytest.approx(0.9 * 0.05 - 0.01, abs=1e-12)
+
+
+def _check_ceiling(p: dc.GridProblem) -> dict:
+    v = dc.ceiling(p)
+    assert v["oracle"] >= v["dp"] - 1e-12
+    assert v["clairvoyant"] >= max(v["dp"], v["oracle"]) - 1e-12
+    assert all(v[b] <= v["dp"] + 1e-12 for b in dc.BASELINES)
+    return v
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("noisy,coupled,budget,stack", [(False, False, False, False), (True, True, False, False),
+                                                        (True, True, True, False), (True, True, False, True)])
+def test_full_information_is_above_the_dp_and_the_dp_above_the_baselines(seed, noisy, coupled, budget, stack):
+    v = _check_ceiling(_tiny(seed, noisy=noisy, coupled=coupled, budget=budget, stack=stack))
+    if not noisy:  # exact evaluation: one try of the best x_k − c_k is the best with x known
+        assert v["oracle"] == pytest.approx(v["clairvoyant"], abs=1e-12)
+        assert v["index_prior"] == pytest.approx(v["dp"], abs=1e-12)
+
+
+@pytest.mark.parametrize("variant", ["pandora", "noisy_budget"])
+def test_full_information_on_the_benchmark_problems(variant):
+    _check_ceiling(dc.make_problem(variant, 0))
+
+
+def test_ceiling_only_checks_and_completes_a_results_file(tmp_path):
+    import json
+
+    import bench_dp_ceiling as bench
+
+    dp = [float(dc.dp_value(dc.make_problem("pandora", s))) for s in range(2)]
+    rows = [{"problem": f"pandora/{s}", "dp": d, "index": d, "pandora": d} for s, d in enumerate(dp)]
+    data = {"settings": {"first_seed": 0, "problems": 2, "variants": ["pandora"]}, "seconds": {},
+            "results": {"pandora": {"dp_mean": float(np.mean(dp)), "index_mean": float(np.mean(dp)),
+                                    "per_problem": rows}}}
+    path = tmp_path / "dp.json"
+    path.write_text(json.dumps(data))
+    out = bench.main(["--ceiling-only", "--out", str(path)])
+    c = out["results"]["pandora"]["ceiling"]
+    assert c["dp_mean"] == pytest.approx(np.mean(dp), abs=1e-12)
+    assert c["oracle_mean"] >= c["dp_mean"] and c["best_baseline"] in c["baseline_means"]
+    assert c["dp_gap_closed"] == pytest.approx(0.0, abs=1e-9)  # Pandora: the index is optimal
+    assert "oracle" in json.loads(path.read_text())["results"]["pandora"]["per_problem"][0]
+    rows[1]["dp"] += 1e-6  # a stored value that the DP does not reproduce is refused
+    path.write_text(json.dumps(data))
+    with pytest.raises(AssertionError):
+        bench.main(["--ceiling-only", "--out", str(path)])
