@@ -1,5 +1,6 @@
 """notebooks/hopper.ipynb runs end to end (nbclient, fresh kernel of this interpreter) and its
-experiments return ledger records. The hopper's MJX episode compiles once for the notebook."""
+experiments return ledger records. The hopper's MJX episode compiles once for the experiments
+and once for the logged (recorded) episodes; identification recovers the hidden values."""
 
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ print(json.dumps({
     "paired_record": isinstance(result.record, PairedEval),
     "paired_episodes": result.record.episodes_treated,
     "compiles": _chunk_fn._cache_size(),
+    "si_box": si.interval(0.99),
+    "si_latency": si.mean["latency"],
+    "si_dr": si.to_dr().to_dict(),
 }))
 """
 
@@ -57,7 +61,12 @@ def test_hopper_notebook(tmp_path, monkeypatch):
     assert got["trials"] == 4 * 2 + 1 and got["trial_records"] and got["pairs"] == [["friction", "latency"]]
     assert got["effects"] == 1
     assert got["paired_record"] and got["paired_episodes"] == 16
-    assert got["compiles"] == 1  # every experiment reused one compiled hopper episode
+    assert got["compiles"] == 2  # the experiments reused one compiled episode; logging compiled one more
+    # identification on the logged episodes: the hidden friction 0.7, torso mass 1.2, latency 1
+    box = got["si_box"]
+    assert box["friction"][0] <= 0.7 <= box["friction"][1] and box["torso_mass"][0] <= 1.2 <= box["torso_mass"][1]
+    assert box["friction"][1] - box["friction"][0] < 0.2 and got["si_latency"] == 1.0
+    assert got["si_dr"]["torso_mass"]["normal"] and got["si_dr"]["latency"]["center"] == 1.0
     # nothing the notebook printed came from Brax's or MuJoCo's import notices
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "maintained" not in text and "warp" not in text
