@@ -21,6 +21,10 @@ ground truth and are not charged to any arm):
   simulated episodes per generation than the fixed-ξ arms (`--dr-episodes`). Uses no robot.
 - oracle: CEM retraining at the true ξ (same key as the SI arm's retraining): the reference.
 
+The arms call `RealRobot.collect`, `identify` and `train_cem` directly rather than
+`run_intervention("si_retrain")`, which collects its data under the robot's own (full-length)
+protocol: here the data-collection protocol differs from the evaluation protocol.
+
 Transfer gap of a world = J(oracle) − J(nominal); an arm's gap-closed share is
 (J(arm) − J(nominal)) / gap, per world and pooled over worlds (ratio of the world means).
 
@@ -243,11 +247,19 @@ def summarize(rows: list[dict]) -> dict:
     lo, hi = common.t_interval(np.array([r["arms"]["si"]["J"] - r["arms"]["dr_wide"]["J"] for r in rows]))
     out["si_minus_dr_wide"] = {"mean": round(float(np.mean([r["arms"]["si"]["J"] - r["arms"]["dr_wide"]["J"]
                                                              for r in rows])), 4), "ci95": [round(lo, 4), round(hi, 4)]}
-    decisions = [r["decision"] for r in rows if "decision" in r]
+    decisions = [(r, r["decision"]) for r in rows if "decision" in r]
     if decisions:
-        picks = [d["best"] or f"(stop: {d['stop_reason']})" for d in decisions]
+        picks = [d["best"] or f"(stop: {d['stop_reason']})" for _, d in decisions]
         out["choices"] = {p: picks.count(p) for p in dict.fromkeys(picks)}
         out["si_chosen_share"] = round(picks.count("si") / len(picks), 4)
+        # what the choice is worth on the table's truth (a stop keeps the nominal policy; ft_real
+        # has no arm in the table) against the better of si and dr_wide in that world
+        chosen = [r["arms"][d["best"] if d["best"] in r["arms"] else "nominal"]["J"] for r, d in decisions]
+        best = [max(r["arms"]["si"]["J"], r["arms"]["dr_wide"]["J"]) for r, _ in decisions]
+        out["chosen_J_mean"] = round(float(np.mean(chosen)), 4)
+        out["best_of_si_dr_J_mean"] = round(float(np.mean(best)), 4)
+        unsafe, runs = (sum(d["shakedown"]["si"][k] for _, d in decisions) for k in (0, 1))
+        out["si_protocol_unsafe"] = [int(unsafe), int(runs)]
     si_share, dr_share = out["arms"]["si"]["gap_closed_pooled"], out["arms"]["dr_wide"]["gap_closed_pooled"]
     out["regime_reproduced"] = bool(
         si_share is not None and dr_share is not None and si_share >= 0.5 and out["si_minus_dr_wide"]["ci95"][0] > 0

@@ -147,3 +147,27 @@ def test_the_dp_ceiling_section_reports_each_rule_as_a_share_of_the_optimum():
         line = next(x for x in text.splitlines() if x.startswith(f"| {variant} | "))
         q = result["rules"]["q_cvu"]
         assert f"| {q['ratio_of_means']:.3f} ({q['share_within_5pct']:.0%}) |" in line
+
+
+def test_the_regime_section_shows_each_arm_and_the_rule_s_choices(tmp_path):
+    arm = lambda J, share, eps=0: {"J_mean": J, "J_ci95": [J - 0.1, J + 0.1], "gap_closed_pooled": share,
+                                   "real_episodes_per_world": eps}
+    data = {"machine": {"cores": 2, "backend": "cpu"},
+            "settings": {"mass": [2.5, 3.5], "gear": [0.22, 0.3], "dr_mass_width": 2.5, "dr_gear_width": 0.8,
+                         "si_episodes": 6, "si_horizon": 20, "eval_episodes": 512, "pilot_episodes": 24,
+                         "shakedown": 60},
+            "summary": {"worlds": 10, "arms": {"nominal": arm(0.0, 0.0), "si": arm(0.95, 0.95, 6),
+                                               "dr_wide": arm(0.1, 0.1), "oracle": arm(1.0, 1.0)},
+                        "si_minus_dr_wide": {"mean": 0.85, "ci95": [0.7, 1.0]}, "choices": {"si": 9, "dr_wide": 1},
+                        "si_chosen_share": 0.9, "chosen_J_mean": 0.9, "best_of_si_dr_J_mean": 0.95,
+                        "si_protocol_unsafe": [2, 660], "regime_reproduced": True},
+            "results": [{"arms": {"dr_wide": {"J_sim_on_dr_range": v}}} for v in (0.7, 0.8)]}
+    (tmp_path / "regime.json").write_text(json.dumps(data))
+    text = summarize.summarize(tmp_path)
+    assert summarize.COMMANDS["regime"] in text
+    assert "| SI, then retrain at the fit | 0.950 | [0.850, 1.050] | 95% | 6 |" in text
+    assert "| wide DR (contains the truth) | 0.100 | [0.000, 0.200] | 10% | 0 |" in text
+    assert "chose, per world: si 9, dr_wide 1 (SI in 90% of the worlds)" in text
+    assert "averages 0.900 against 0.950" in text and "unsafe in 2 of 660 short episodes" in text
+    assert "the wide-DR policy succeeds in 75% of the episodes" in text
+    assert "Regime reproduced" in text

@@ -28,7 +28,8 @@ def _row(world, nominal, si, dr, oracle, best="si"):
         gap = oracle - nominal
         arms[name] = {"J": J, "score": J, "real_episodes": 6 if name == "si" else 0,
                       "gap_closed": (J - nominal) / gap}
-    return {"world": world, "arms": arms, "decision": {"best": best, "stop_reason": None}}
+    return {"world": world, "arms": arms,
+            "decision": {"best": best, "stop_reason": None, "shakedown": {"si": [1, 66], "ft_real": [60, 60]}}}
 
 
 def test_summary_shares_and_verdict(bench):
@@ -42,6 +43,10 @@ def test_summary_shares_and_verdict(bench):
     assert s["si_minus_dr_wide"]["mean"] == pytest.approx(0.7, abs=1e-4) and s["si_minus_dr_wide"]["ci95"][0] > 0
     assert s["choices"] == {"si": 2, "dr_wide": 1} and s["si_chosen_share"] == pytest.approx(0.6667, abs=1e-4)
     assert s["regime_reproduced"] is True
+    # the choices' worth on the truth: si, si, dr_wide -> 0.9, 0.8, 0.3 against the better arm 0.9, 0.8, 1.0
+    assert s["chosen_J_mean"] == pytest.approx(2.0 / 3, abs=1e-4)
+    assert s["best_of_si_dr_J_mean"] == pytest.approx(2.7 / 3, abs=1e-4)
+    assert s["si_protocol_unsafe"] == [3, 198]
     # DR as good as SI: not the regime
     flat = [_row(i, 0.0, 0.9, 0.9 - 0.01 * i, 1.0) for i in range(3)]
     assert bench.summarize(flat)["regime_reproduced"] is False
