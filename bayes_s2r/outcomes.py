@@ -8,8 +8,10 @@ it measures: `simulate(rng_key, theta) -> y` and `log_likelihood(y, theta) -> fl
 Both work on scalar θ and broadcast over arrays of θ (posterior draws).
 
 Every model also reduces to the same three numbers, `(kind, a, b)` from `params()`, so
-that one vmapped computation can run over candidates whose models differ; see
-`simulate_params` and `log_likelihood_params`.
+that one vectorised computation can run over candidates whose models differ: the
+parameter form (`simulate_params`, `likelihood_statistics` and `likelihood_coefficients`,
+`moment_observation`) is what the look-ahead uses, and a test checks it against each
+model's own `simulate` and `log_likelihood`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from types import MappingProxyType
 import jax
 import jax.numpy as jnp
 from jax.scipy import stats
+from jax.scipy.special import gammaln
 
 from bayes_s2r.errors import InputError
 
@@ -30,7 +33,11 @@ __all__ = [
     "GaussianOutcome",
     "NoOutcome",
     "SafetyProbe",
+    "likelihood_coefficients",
+    "likelihood_statistics",
+    "log_choose_table",
     "log_likelihood_params",
+    "moment_observation",
     "outcome_from_mapping",
     "simulate_params",
 ]
@@ -167,23 +174,77 @@ class SafetyProbe:
         return OUTCOME_KINDS["safety_probe"], float(self.executions), float(self.risk_bound)
 
 
-def simulate_params(rng_key, theta, kind, a, b):
-    """`simulate` for the model with `params() == (kind, a, b)`; kind may be traced."""
-    k_norm, k_bin = jax.random.split(rng_key)
-    theta = jnp.asarray(theta, jnp.float32)
-    gauss = theta + a * jax.random.normal(k_norm, jnp.shape(theta))
-    # episodes (a) may be traced: draw the binomial with a fixed-shape count and mask.
-    p = _binomial_treated_p(theta, b)
-    binom = jax.random.binomial(k_bin, jnp.maximum(a, 1.0), p).astype(jnp.float32)
-    return jnp.select([kind == 1, kind == 2], [gauss, binom], jnp.zeros_like(theta))
+# The parameter form: every model reduces to `params() == (kind, a, b)`, so one vectorised
+# computation runs over candidates whose models differ (kind may be traced). The look-ahead
+# draws its outcomes and weighs its posterior draws with these.
+
+
+def log_choose_table(a, n_cap: int):
+    """log C(n, k) for every candidate's count n = max(a, 1) and k = 0..n_cap: [M, n_cap + 1]
+    (the binomial's normaliser, reused by every outcome `simulate_params` draws)."""
+    n = jnp.maximum(a, 1.0)[:, None]
+    ks = jnp.arange(n_cap + 1, dtype=jnp.float32)[None, :]
+    return gammaln(n + 1.0) - gammaln(ks + 1.0) - gammaln(jnp.maximum(n - ks, 0.0) + 1.0)
+
+
+def simulate_params(normal, uniform, theta, kind, a, b, log_choose):
+    """One outcome y [M] for each candidate's drawn θ [M], from a shared standard normal and a
+    shared uniform (common random numbers across candidates).
+
+    Binomial counts are drawn by inverting their CDF over 0..n_cap (`log_choose` from
+    `log_choose_table`), which compiles in a fraction of a second where `jax.random.binomial`
+    with a traced count takes tens of seconds; the distribution is the same. A model that
+    measures no gain (none, a safety probe) gives 0.
+    """
+    gauss = theta + a * normal
+    n = jnp.maximum(a, 1.0)[:, None]
+    p = _binomial_treated_p(theta, b)[:, None]
+    ks = jnp.arange(log_choose.shape[1], dtype=jnp.float32)[None, :]
+    pmf = jnp.where(ks <= n, jnp.exp(log_choose + ks * jnp.log(p) + (n - ks) * jnp.log1p(-p)), 0.0)
+    cdf = jnp.cumsum(pmf, axis=1)
+    count = jnp.minimum(jnp.sum(cdf < uniform * cdf[:, -1:], axis=1).astype(jnp.float32), n[:, 0])
+    return jnp.select([kind == 1, kind == 2], [gauss, count], jnp.zeros_like(theta))
+
+
+def likelihood_statistics(theta, kind, a, b):
+    """(U(θ), V(θ)) with log p(y | θ) = A(y)·U(θ) + B(y)·V(θ) + c(y): θ and θ² for a Gaussian,
+    log p and log(1 − p) for a paired binomial, zeros otherwise. `theta` is [M, S], the rest [M]."""
+    gauss, binom = (kind == 1)[:, None], (kind == 2)[:, None]
+    p = _binomial_treated_p(theta, b[:, None])
+    return (jnp.where(gauss, theta, jnp.where(binom, jnp.log(p), 0.0)),
+            jnp.where(gauss, theta**2, jnp.where(binom, jnp.log1p(-p), 0.0)))
+
+
+def likelihood_coefficients(y, kind, a):
+    """(A(y), B(y)) of `likelihood_statistics`: y/σ² and −1/(2σ²) for a Gaussian, y and n − y
+    for a paired binomial, zeros otherwise."""
+    gauss, binom = kind == 1, kind == 2
+    inv_var = jnp.where(gauss, 1.0 / jnp.where(gauss, a, 1.0) ** 2, 0.0)
+    return (jnp.where(gauss, y * inv_var, jnp.where(binom, y, 0.0)),
+            jnp.where(gauss, -0.5 * inv_var, jnp.where(binom, jnp.maximum(a, 1.0) - y, 0.0)))
 
 
 def log_likelihood_params(y, theta, kind, a, b):
-    """`log_likelihood` for the model with `params() == (kind, a, b)`; kind may be traced."""
-    theta = jnp.asarray(theta, jnp.float32)
-    gauss = stats.norm.logpdf(y, theta, jnp.where(kind == 1, a, 1.0))
-    binom = stats.binom.logpmf(y, jnp.maximum(a, 1.0), _binomial_treated_p(theta, b))
-    return jnp.select([kind == 1, kind == 2], [gauss, binom], jnp.zeros_like(gauss))
+    """`log_likelihood` of the model with `params() == (kind, a, b)`, from the same
+    A(y)·U(θ) + B(y)·V(θ) form the look-ahead weighs its draws with, plus c(y). `y`, `kind`,
+    `a`, `b` are [M]; `theta` is [M, S]; the result is [M, S]."""
+    u, v = likelihood_statistics(theta, kind, a, b)
+    coef_a, coef_b = likelihood_coefficients(y, kind, a)
+    n, sd = jnp.maximum(a, 1.0), jnp.where(kind == 1, a, 1.0)
+    c = jnp.select([kind == 1, kind == 2],
+                   [-0.5 * (y / sd) ** 2 - jnp.log(sd) - 0.5 * math.log(2 * math.pi),
+                    gammaln(n + 1.0) - gammaln(y + 1.0) - gammaln(n - y + 1.0)], jnp.zeros_like(y))
+    return coef_a[:, None] * u + coef_b[:, None] * v + c[:, None]
+
+
+def moment_observation(y, kind, a, b):
+    """A Gaussian reading of outcome y: (θ̂, R) with θ̂ ~ N(θ, R) approximately. The measured
+    gain and σ² for a Gaussian; for a paired binomial the treated rate (with a half-count
+    prior, kept off 0 and 1) minus the control's, and its binomial variance."""
+    gauss = kind == 1
+    n = jnp.maximum(a, 1.0)
+    p_hat = jnp.clip((y + 0.5) / (n + 1.0), 1e-3, 1 - 1e-3)
+    return jnp.where(gauss, y, p_hat - b), jnp.where(gauss, a**2, p_hat * (1 - p_hat) / n)
 
 
 def outcome_from_mapping(spec, *, field: str = "outcome"):

@@ -219,10 +219,11 @@ def run_case(m: int, s: int, k: int, *, reps: int, reference: bool, floor: bool,
                          current_J=0.6, done=())
     arrays = la.lookahead_arrays(prob, cfg.bucket)
     rule = HeadroomTransition()
-    mb = arrays.dg.shape[1]
+    mb = arrays.gains.shape[1]
     batch = la.chunk_outcomes(k, mb, s, cfg.chunk_bytes)
-    args = (jax.random.key(seed), arrays, jnp.float32(prob.j_now), jnp.float32(cfg.collapse_ess), jnp.float32(0.0))
-    kw = {"num_outcomes": k, "batch": batch, "block": la.block_outcomes(k, batch), "use_var": False, "rule": rule, "n_cap": la.binomial_cap(prob)}
+    args = (jax.random.key(seed), arrays, jnp.float32(prob.j_now), jnp.float32(cfg.collapse_ess))
+    kw = {"num_outcomes": k, "batch": batch, "block": la.block_outcomes(k, batch), "utility": cfg.functional,
+          "rule": rule, "n_cap": la.binomial_cap(prob)}
     t = time.perf_counter()
     compiled = la._lookahead_jit.lower(*args, **kw).compile()
     compile_s = time.perf_counter() - t

@@ -1,41 +1,13 @@
-"""Options of `decide` as one validated NamedTuple, and the decision functional.
+"""Options of `decide` as one validated NamedTuple.
 
-The decision functional turns the belief about one candidate's gain into the number the
-rule maximises. It is one choice applied everywhere (U0, the look-ahead G0, the
-multi-objective layer):
-
-- ``"mean"``: the posterior mean μ.
-- ``"lcb"``: a lower quantile of the gain at `utility_level`, in its Gaussian moment form
-  μ + σ·Φ⁻¹(level).
-- ``"cvar"``: the mean of the gain over its worst `utility_level` tail, in its Gaussian
-  moment form μ − σ·φ(Φ⁻¹(level))/level.
-- ``"adopt"``: the gain a try brings when its policy is kept only if its paired evaluation
-  shows it better (the campaign's adoption rule): E[ΔJ · P(adopt | ΔJ)], where P(adopt | ΔJ)
-  is the chance that the candidate's own evaluation (its outcome model: episodes per arm,
-  or the measurement noise) comes out above zero when the true gain is ΔJ. A small true gain
-  is kept about half the time and a small loss is kept too, so an uncertain candidate is not
-  valued as if the evaluation revealed the sign of ΔJ exactly; with a noiseless evaluation
-  (no outcome model) it is E[max(ΔJ, 0)]. U0 takes it exactly over the posterior draws,
-  which respect ΔJ ≤ 1 − J (a Gaussian with the same moments would see room above a policy
-  at J = 1). The Gaussian moment form E[X·Φ(X/σ_e)] = μ·Φ(μ/s) + (σ²/s)·φ(μ/s),
-  s² = σ² + σ_e², is used where only moments are at hand.
-  A try that would make things worse costs its price but not its loss, so an uncertain
-  candidate with a mean below zero can still be worth its price. In the look-ahead the
-  deployed policy then changes only in the simulated outcomes whose evaluation shows an
-  improvement (the other outcomes keep the current policy and its gains).
-
-The moment forms need only the mean and variance of each gain, which the look-ahead gets
-from the reweighted draws at the cost of one extra matrix product; an empirical quantile
-under importance weights would need a sort per candidate and outcome.
+The decision functional named by `utility` is defined in `bayes_s2r.decision.utility`.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import numpy as np
-from scipy import special
-
+from bayes_s2r.decision.utility import UTILITIES, Utility
 from bayes_s2r.errors import (
     InputError,
     require_bool,
@@ -47,11 +19,8 @@ from bayes_s2r.errors import (
     require_seed,
 )
 
-__all__ = ["CONTINUATIONS", "MULTI_MODES", "UTILITIES", "DecideConfig", "adopt_moment", "adoption_probability",
-           "evaluation_sd",
-           "positive_part", "utility_constant", "utility_label", "utility_value"]
+__all__ = ["CONTINUATIONS", "MULTI_MODES", "UTILITIES", "DecideConfig"]
 
-UTILITIES = ("mean", "lcb", "cvar", "adopt")
 MULTI_MODES = ("lexicographic", "pareto")
 CONTINUATIONS = ("g0", "rollout")
 
@@ -118,6 +87,11 @@ class DecideConfig(NamedTuple):
     continuation: str = "g0"
     horizon: int = 1
 
+    @property
+    def functional(self) -> Utility:
+        """The decision functional `utility` and `utility_level` name."""
+        return Utility.of(self)
+
     @classmethod
     def make(cls, **kwargs: Any) -> DecideConfig:
         """Validate every option in plain Python; InputError names the field and the value."""
@@ -157,95 +131,3 @@ class DecideConfig(NamedTuple):
             collapse_ess=ess, bucket=bucket, chunk_bytes=chunk, objectives=objectives, objective_tol=tol,
             lookahead_depth=depth, inner_samples=inner_k, inner_draws=inner_s, horizon=horizon,
         )
-
-
-def utility_constant(utility: str, level: float) -> float:
-    """The factor κ with functional = μ + κ·σ (0 for the mean and for "adopt", which is not
-    of that form: see `positive_part`)."""
-    if utility in ("mean", "adopt"):
-        return 0.0
-    z = float(special.ndtri(level))
-    if utility == "lcb":
-        return z
-    return -float(_NumpyNormal.pdf(z)) / level
-
-
-def utility_label(utility: str, level: float) -> str:
-    """The functional's name as reports show it: "mean", "adopt", or e.g. "lcb(0.1)"."""
-    return utility if utility in ("mean", "adopt") else f"{utility}({level:g})"
-
-
-def positive_part(mean, sd, xp=np):
-    """E[max(X, 0)] for X ~ N(mean, sd²): mean·Φ(mean/sd) + sd·φ(mean/sd); max(mean, 0) at sd = 0.
-
-    `xp` is the array namespace (NumPy, or `jax.numpy` inside compiled code).
-    """
-    norm = _norm(xp)
-    pos = sd > 0
-    safe = xp.where(pos, sd, 1.0)
-    z = mean / safe
-    return xp.where(pos, mean * norm.cdf(z) + safe * norm.pdf(z), xp.maximum(mean, 0.0))
-
-
-def adoption_probability(theta, kind, a, b, xp=np):
-    """P(adopt | ΔJ = θ): the chance that a candidate's evaluation shows it better.
-
-    `(kind, a, b)` are its outcome model's `params()`. Paired binomial (a episodes per arm,
-    control at J = b): the new policy is kept when its successes exceed the control's,
-    P(T − C ≥ 1) ≈ Φ((θ − 0.5/a)/sd) with sd² = (p₁(1 − p₁) + b(1 − b))/a, p₁ = b + θ.
-    Gaussian (noise sd a): Φ(θ/a). Anything else: a noiseless evaluation, 1{θ > 0}.
-    """
-    norm = _norm(xp)
-    theta = xp.asarray(theta)
-    n = xp.maximum(a, 1.0)
-    p1 = xp.clip(b + theta, 0.0, 1.0)
-    sd_b = xp.sqrt((p1 * (1.0 - p1) + b * (1.0 - b)) / n)
-    binom = xp.where(sd_b > 0, norm.cdf((theta - 0.5 / n) / xp.where(sd_b > 0, sd_b, 1.0)), theta > 0.5 / n)
-    gauss = norm.cdf(theta / xp.where(kind == 1, a, 1.0))
-    return xp.where(kind == 2, binom, xp.where(kind == 1, gauss, (theta > 0).astype(theta.dtype)))
-
-
-def evaluation_sd(kind, a, b, xp=np):
-    """The sd σ_e of a candidate's evaluation of a gain near 0 (0 for a noiseless one)."""
-    n = xp.maximum(a, 1.0)
-    return xp.where(kind == 2, xp.sqrt(2.0 * b * (1.0 - b) / n), xp.where(kind == 1, a, 0.0))
-
-
-def adopt_moment(mean, sd, noise_sd, xp=np):
-    """E[X·Φ(X/σ_e)] for X ~ N(mean, sd²): μ·Φ(μ/s) + (σ²/s)·φ(μ/s), s² = σ² + σ_e².
-
-    The "adopt" functional in moment form; `positive_part` when σ_e = 0.
-    """
-    norm = _norm(xp)
-    s = xp.sqrt(sd**2 + noise_sd**2)
-    pos = s > 0
-    safe = xp.where(pos, s, 1.0)
-    z = mean / safe
-    return xp.where(pos, mean * norm.cdf(z) + sd**2 / safe * norm.pdf(z), xp.maximum(mean, 0.0))
-
-
-class _NumpyNormal:
-    """The standard normal's cdf and pdf in NumPy (scipy.special: scipy.stats costs a third of
-    a second to import, and these are what scipy.stats.norm computes)."""
-
-    cdf = staticmethod(special.ndtr)
-
-    @staticmethod
-    def pdf(z):
-        return np.exp(-0.5 * np.square(z)) / np.sqrt(2.0 * np.pi)
-
-
-def _norm(xp):
-    if xp is np:
-        return _NumpyNormal
-    import jax.scipy.stats
-
-    return jax.scipy.stats.norm
-
-
-def utility_value(mean, sd, utility: str, level: float):
-    """The decision functional of gains with the given mean and sd (NumPy arrays)."""
-    if utility == "adopt":
-        return positive_part(np.asarray(mean, float), np.asarray(sd, float))
-    kappa = utility_constant(utility, level)
-    return mean if kappa == 0.0 else mean + kappa * sd

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_s2r.decision.config import DecideConfig, adoption_probability, utility_label
+from bayes_s2r.decision.config import DecideConfig
 from bayes_s2r.decision.lookahead import lookahead
 from bayes_s2r.decision.objectives import rank_alternatives, secondary_gains, split_objectives
 from bayes_s2r.decision.problem import build_problem
@@ -117,8 +117,8 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
         stop_reason = None if best is not None else "economic"
 
     draw_gains = np.where(prob.is_adapt[None, :], prob.draws[:, np.maximum(prob.gain_col, 0)], 0.0)
-    if cfg.utility == "adopt":  # with θ the truth, the evaluation keeps it with P(adopt | θ)
-        draw_gains = draw_gains * adoption_probability(draw_gains, prob.kind, prob.a, prob.b)
+    if cfg.functional.exact_on_draws:  # e.g. "adopt": with θ the truth, what the evaluation keeps
+        draw_gains = cfg.functional.of_draws(draw_gains, prob.kind, prob.a, prob.b)
     pb = p_best(prob.names, draw_gains, prob.c_lambda, np.nan_to_num(cvu), cfg.beta, feasible, stop_q)
     label = prob.names[best] if best is not None else STOP
     flip = float(1.0 - pb.get(label, 0.0))
@@ -135,7 +135,7 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
     if len(split.objectives) > 1:
         table = table.join(sec)
         table["rank"] = rank
-    table.attrs["utility"] = utility_label(cfg.utility, cfg.utility_level)
+    table.attrs["utility"] = cfg.functional.label
 
     return Decision(
         table=table, best=prob.names[best] if best is not None else None, stop_reason=stop_reason,

@@ -35,18 +35,20 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammaln, ndtri
+from jax.scipy.special import ndtri
 
-from bayes_s2r.decision.config import (
-    DecideConfig,
-    adopt_moment,
-    adoption_probability,
-    evaluation_sd,
-    utility_constant,
-)
+from bayes_s2r.decision.config import DecideConfig
 from bayes_s2r.decision.problem import Problem
 from bayes_s2r.decision.transition import repeat_share
+from bayes_s2r.decision.utility import Utility, evaluation_sd, shows_improvement
 from bayes_s2r.errors import InputError
+from bayes_s2r.outcomes import (
+    likelihood_coefficients,
+    likelihood_statistics,
+    log_choose_table,
+    moment_observation,
+    simulate_params,
+)
 
 __all__ = [
     "LookaheadArrays",
@@ -62,24 +64,22 @@ __all__ = [
     "second_step_arrays",
 ]
 
-_P_EPS = 1e-6
-
 
 class LookaheadArrays(NamedTuple):
     """The look-ahead's inputs, padded to a bucket of `Mb` candidates (float32 on device).
 
     Attributes:
-        dg: [S, Mb] draws of each candidate's gain (zeros for non-adaptations and padding).
-        theta_obs: [Mb, S] draws of the quantity each candidate's experiment observes.
-        kind, a, b: [Mb] outcome-model parameters (kind 0: observes nothing).
+        gains: [S, Mb] draws of each candidate's gain (zeros for non-adaptations and padding).
+        observed: [Mb, S] draws of the quantity each candidate's experiment observes.
+        kind, a, b: [Mb] the outcome models' `params()` (kind 0: observes nothing).
         is_adapt: [Mb] the candidate is an adaptation (the transition rule applies).
         feas_now, cost_now: [Mb] feasible set and priced costs at s_t.
         feas_next, cost_next: [Mb, Mb] the same in the state after row m ran.
         valid: [Mb] real (not padded) candidates.
     """
 
-    dg: jax.Array
-    theta_obs: jax.Array
+    gains: jax.Array
+    observed: jax.Array
     kind: jax.Array
     a: jax.Array
     b: jax.Array
@@ -130,18 +130,18 @@ def lookahead_arrays(problem: Problem, bucket: int = 8) -> LookaheadArrays:
         out[:m] = x
         return out
 
-    dg = np.zeros((s, mb), np.float32)
+    gains = np.zeros((s, mb), np.float32)
     adapt = problem.gain_col >= 0
-    dg[:, :m][:, adapt] = problem.draws[:, problem.gain_col[adapt]]
-    theta = np.zeros((mb, s), np.float32)
+    gains[:, :m][:, adapt] = problem.draws[:, problem.gain_col[adapt]]
+    observed = np.zeros((mb, s), np.float32)
     seen = problem.obs_col >= 0
-    theta[:m][seen] = (problem.draws[:, problem.obs_col[seen]] * problem.obs_sign[seen]).T
+    observed[:m][seen] = (problem.draws[:, problem.obs_col[seen]] * problem.obs_sign[seen]).T
     feas_next = np.zeros((mb, mb), bool)
     feas_next[:m, :m] = problem.feas_next
     cost_next = np.zeros((mb, mb), np.float32)
     cost_next[:m, :m] = problem.cost_next
     return LookaheadArrays(
-        dg=jnp.asarray(dg), theta_obs=jnp.asarray(theta),
+        gains=jnp.asarray(gains), observed=jnp.asarray(observed),
         kind=jnp.asarray(pad(problem.kind.astype(np.int32))),
         a=jnp.asarray(pad(problem.a.astype(np.float32))),
         b=jnp.asarray(pad(problem.b.astype(np.float32))),
@@ -152,34 +152,12 @@ def lookahead_arrays(problem: Problem, bucket: int = 8) -> LookaheadArrays:
     )
 
 
-def _log_choose(a, n_cap: int):
-    """log C(n, k) for every candidate's count n = max(a, 1) and k = 0..n_cap: [Mb, n_cap + 1]."""
-    n = jnp.maximum(a, 1.0)[:, None]
-    ks = jnp.arange(n_cap + 1, dtype=jnp.float32)[None, :]
-    return gammaln(n + 1.0) - gammaln(ks + 1.0) - gammaln(jnp.maximum(n - ks, 0.0) + 1.0)
+# ---- init: the outcomes' random numbers and what every outcome reuses ----
 
 
-def _simulate_one(eps, u, theta, kind, a, b, log_choose):
-    """One outcome per candidate: y [Mb] given the drawn θ [Mb], a shared normal and uniform.
-
-    Every candidate uses the same standard normal `eps` and the same uniform `u` (common
-    random numbers). Binomial counts are drawn by inverting their CDF over 0..n_cap
-    (`log_choose` from `_log_choose`), which compiles in a fraction of a second where
-    `jax.random.binomial` with a traced count takes tens of seconds; the distribution is
-    the same.
-    """
-    gauss = theta + a * eps
-    n = jnp.maximum(a, 1.0)[:, None]
-    p = jnp.clip(b + theta, _P_EPS, 1.0 - _P_EPS)[:, None]
-    ks = jnp.arange(log_choose.shape[1], dtype=jnp.float32)[None, :]
-    pmf = jnp.where(ks <= n, jnp.exp(log_choose + ks * jnp.log(p) + (n - ks) * jnp.log1p(-p)), 0.0)
-    cdf = jnp.cumsum(pmf, axis=1)
-    count = jnp.minimum(jnp.sum(cdf < u * cdf[:, -1:], axis=1).astype(jnp.float32), n[:, 0])
-    return jnp.select([kind == 1, kind == 2], [gauss, count], jnp.zeros_like(theta))
-
-
-def _outcome_plan(rng_key, num_draws: int, num_outcomes: int):
-    """Draw indices [K], standard normals [K] and uniforms [K], shared by every candidate.
+def outcome_plan(rng_key, num_draws: int, num_outcomes: int):
+    """Draw indices [K], standard normals [K] and uniforms [K], shared by every candidate
+    (common random numbers).
 
     One call to the PRNG (each call site costs compile time on a CPU); the three streams
     are transforms of independent uniforms.
@@ -190,10 +168,10 @@ def _outcome_plan(rng_key, num_draws: int, num_outcomes: int):
 
 
 def _outcomes(rng_key, arr: LookaheadArrays, num_outcomes: int, n_cap: int):
-    idx, eps, u = _outcome_plan(rng_key, arr.dg.shape[0], num_outcomes)
-    theta = arr.theta_obs[:, idx].T  # [K, Mb]
-    sim = jax.vmap(_simulate_one, in_axes=(0, 0, 0, None, None, None, None))
-    return idx, sim(eps, u, theta, arr.kind, arr.a, arr.b, _log_choose(arr.a, n_cap))
+    idx, normal, uniform = outcome_plan(rng_key, arr.gains.shape[0], num_outcomes)
+    theta = arr.observed[:, idx].T  # [K, Mb]
+    sim = jax.vmap(simulate_params, in_axes=(0, 0, 0, None, None, None, None))
+    return idx, sim(normal, uniform, theta, arr.kind, arr.a, arr.b, log_choose_table(arr.a, n_cap))
 
 
 draw_outcomes = jax.jit(_outcomes, static_argnames=("num_outcomes", "n_cap"))
@@ -212,74 +190,80 @@ def binomial_cap(problem: Problem) -> int:
     return cap
 
 
-class _Terms(NamedTuple):
-    """What every simulated outcome of a state reuses: the outcome models' log-likelihood
-    terms over the draws and the draws' moments."""
+class DrawMoments(NamedTuple):
+    """What every simulated outcome of a state reuses: the outcome models' likelihood
+    statistics over the draws (`likelihood_statistics`) and the draws' moments."""
 
-    gauss: jax.Array
-    binom: jax.Array
-    n: jax.Array
-    log_choose: jax.Array
-    u: jax.Array
-    v: jax.Array
-    inv_var: jax.Array
-    mu0: jax.Array
-    dgc: jax.Array
-    var0: jax.Array
-    mo: jax.Array
-    vo: jax.Array
-    cov: jax.Array
+    stat_u: jax.Array  # [Mb, S] U(θ_s) of each candidate's observation
+    stat_v: jax.Array  # [Mb, S] V(θ_s)
+    log_choose: jax.Array  # [Mb, n_cap + 1] the binomial normalisers
+    gain_mean: jax.Array  # [Mb]
+    gain_dev: jax.Array  # [S, Mb] the gain draws minus their mean
+    gain_var: jax.Array  # [Mb]
+    obs_mean: jax.Array  # [Mb] mean of each observed quantity
+    obs_var: jax.Array  # [Mb]
+    obs_gain_cov: jax.Array  # [Mb (observer m), Mb (gain c)]
 
 
-def _terms(arr: LookaheadArrays, n_cap: int) -> _Terms:
-    gauss, binom = arr.kind == 1, arr.kind == 2
-    p = jnp.clip(arr.b[:, None] + arr.theta_obs, _P_EPS, 1.0 - _P_EPS)
-    mu0 = arr.dg.mean(0)
-    dgc = arr.dg - mu0
-    mo = arr.theta_obs.mean(1)
-    tc = arr.theta_obs - mo[:, None]
-    return _Terms(
-        gauss=gauss, binom=binom, n=jnp.maximum(arr.a, 1.0), log_choose=_log_choose(arr.a, n_cap),
-        u=jnp.where(gauss[:, None], arr.theta_obs, jnp.where(binom[:, None], jnp.log(p), 0.0)),
-        v=jnp.where(gauss[:, None], arr.theta_obs**2, jnp.where(binom[:, None], jnp.log1p(-p), 0.0)),
-        inv_var=jnp.where(gauss, 1.0 / jnp.where(gauss, arr.a, 1.0) ** 2, 0.0),
-        mu0=mu0, dgc=dgc, var0=(dgc**2).mean(0), mo=mo, vo=(tc**2).mean(1),
-        cov=tc @ dgc / arr.dg.shape[0],  # [Mb (observer m), Mb (gain c)]
+def draw_moments(arr: LookaheadArrays, n_cap: int) -> DrawMoments:
+    """`DrawMoments` of the arrays' draws."""
+    gain_mean = arr.gains.mean(0)
+    gain_dev = arr.gains - gain_mean
+    obs_mean = arr.observed.mean(1)
+    obs_dev = arr.observed - obs_mean[:, None]
+    u, v = likelihood_statistics(arr.observed, arr.kind, arr.a, arr.b)
+    return DrawMoments(
+        stat_u=u, stat_v=v, log_choose=log_choose_table(arr.a, n_cap),
+        gain_mean=gain_mean, gain_dev=gain_dev, gain_var=(gain_dev**2).mean(0),
+        obs_mean=obs_mean, obs_var=(obs_dev**2).mean(1), obs_gain_cov=obs_dev @ gain_dev / arr.gains.shape[0],
     )
 
 
-def _simulate(tm: _Terms, arr: LookaheadArrays, plan):
-    """One simulated outcome per candidate from the plan's shared random numbers, and the
-    coefficients of its log-weights."""
-    j, eps, u_j = plan
-    y = _simulate_one(eps, u_j, arr.theta_obs[:, j], arr.kind, arr.a, arr.b, tm.log_choose)
-    coef_a = jnp.where(tm.gauss, y * tm.inv_var, jnp.where(tm.binom, y, 0.0))
-    coef_b = jnp.where(tm.gauss, -0.5 * tm.inv_var, jnp.where(tm.binom, tm.n - y, 0.0))
+# ---- step: one simulated outcome per candidate, and the belief it leads to ----
+
+
+def simulate_outcome(moments: DrawMoments, arr: LookaheadArrays, plan):
+    """One simulated outcome y [Mb] per candidate from the plan's shared random numbers
+    (draw j, a normal, a uniform), and the coefficients of its log-weights over the draws."""
+    j, normal, uniform = plan
+    y = simulate_params(normal, uniform, arr.observed[:, j], arr.kind, arr.a, arr.b, moments.log_choose)
+    coef_a, coef_b = likelihood_coefficients(y, arr.kind, arr.a)
     # Log-weights relative to the draw that generated y: no max pass is needed, since
     # ll_s − ll_j ≤ ε²/2 (Gaussian) or n·KL(y/n ‖ p_j) (binomial), small for any y drawn
     # from p(·|θ_j); w_j = 1 keeps Σw ≥ 1. The clamp only guards the exponent.
-    shift = coef_a * tm.u[:, j] + coef_b * tm.v[:, j]
+    shift = coef_a * moments.stat_u[:, j] + coef_b * moments.stat_v[:, j]
     return y, coef_a, coef_b, shift
 
 
-def _gaussian_update(tm: _Terms, arr: LookaheadArrays, y):
-    """Moment-matched update of every row's observation: condition N(mean, cov) on θ̂ ~ N(θ_obs, R)."""
-    p_hat = jnp.clip((y + 0.5) / (tm.n + 1.0), 1e-3, 1 - 1e-3)
-    theta_hat = jnp.where(tm.gauss, y, p_hat - arr.b)
-    r = jnp.where(tm.gauss, arr.a**2, p_hat * (1 - p_hat) / tm.n)
-    k_gain = jnp.where((tm.gauss | tm.binom)[:, None], tm.cov / (tm.vo + r)[:, None], 0.0)
-    return tm.mu0 + k_gain * (theta_hat - tm.mo)[:, None], jnp.maximum(tm.var0 - k_gain * tm.cov, 0.0)
+def importance_weights(moments: DrawMoments, coef_a, coef_b, shift):
+    """w [Mb, S] ∝ p(y_m | θ_s) for every candidate's outcome (see `simulate_outcome`)."""
+    log_w = coef_a[:, None] * moments.stat_u + coef_b[:, None] * moments.stat_v - shift[:, None]
+    return jnp.exp(jnp.minimum(log_w, 60.0))
 
 
-def _adopts(tm: _Terms, arr: LookaheadArrays, y, adopt: bool):
+def gaussian_update(moments: DrawMoments, arr: LookaheadArrays, y):
+    """Moment-matched update of every row's observation: condition N(mean, cov) on θ̂ ~ N(θ_obs, R)
+    (`moment_observation`). Returns the gains' updated means and variances [Mb (observer), Mb]."""
+    theta_hat, r = moment_observation(y, arr.kind, arr.a, arr.b)
+    informative = (arr.kind == 1) | (arr.kind == 2)
+    k_gain = jnp.where(informative[:, None], moments.obs_gain_cov / (moments.obs_var + r)[:, None], 0.0)
+    return (moments.gain_mean + k_gain * (theta_hat - moments.obs_mean)[:, None],
+            jnp.maximum(moments.gain_var - k_gain * moments.obs_gain_cov, 0.0))
+
+
+def collapses(ess, arr: LookaheadArrays, collapse_ess):
+    """Where the importance weights are too few to carry the update (an informative outcome
+    with an effective sample size below `collapse_ess`)."""
+    return (ess < collapse_ess) & ((arr.kind == 1) | (arr.kind == 2))
+
+
+def moves(utility: Utility, arr: LookaheadArrays, y):
     """Whether the deployed policy changes: an adaptation, kept (under "adopt") only when its
-    evaluation shows an improvement (a tie keeps the incumbent; the margin keeps float32 ties ties)."""
-    if not adopt:
-        return arr.is_adapt
-    return arr.is_adapt & jnp.where(tm.gauss, y > 0, tm.binom & (y > arr.b * tm.n + 1e-3))
+    evaluation shows an improvement."""
+    return arr.is_adapt & utility.keeps(shows_improvement(y, arr.kind, arr.a, arr.b, jnp))
 
 
-def _after_move(rule, mean, var, is_m, j_now):
+def after_move(rule, mean, var, is_m, j_now):
     """The gains' moments once the adaptation marked by `is_m` is deployed: the transition
     rule for every candidate, and `repeat_share` of it for a repeat of m from π^m."""
     mean_t, var_t = rule.apply(mean, var, jnp.sum(jnp.where(is_m, mean, 0.0)), j_now)
@@ -289,82 +273,85 @@ def _after_move(rule, mean, var, is_m, j_now):
     return jnp.where(is_m, share * mean_t, mean_t), jnp.where(is_m, share**2 * var_t, var_t)
 
 
-def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, kappa, *, num_outcomes: int,
-               batch: int, block: int, use_var: bool, rule, n_cap: int, adopt: bool = False):
-    s = arr.dg.shape[0]
-    idx, eps_all, u_all = _outcome_plan(rng_key, s, num_outcomes)
-    tm = _terms(arr, n_cap)
-    mu0, dgc, var0 = tm.mu0, tm.dgc, tm.var0
-    ncol = dgc.shape[1]
-    # "adopt" takes E[max(ΔJ, 0)] over the (reweighted) draws themselves, as U0 does: near
-    # J = 1 the gains are bounded by the headroom with a long tail below 0, and a Gaussian
-    # with their moments would see a positive part several times too large.
-    pos = [arr.dg * adoption_probability(arr.dg, arr.kind, arr.a, arr.b, jnp)] if adopt else []
+def best_value(feasible, values):
+    """max(0, max over the feasible candidates of `values`): the stop is always available."""
+    return jnp.maximum(0.0, jnp.max(jnp.where(feasible, values, -jnp.inf)))
+
+
+# ---- the one-step look-ahead ----
+
+
+def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, *, num_outcomes: int, batch: int, block: int,
+               utility: Utility, rule, n_cap: int):
+    """(cvu, se, ess, ess_min, collapsed, g0_null, util0) over the bucket; see the module docstring."""
+    num_draws = arr.gains.shape[0]
+    moments = draw_moments(arr, n_cap)
+    ncol = moments.gain_dev.shape[1]
+    spread = utility.uses_spread
+    # "adopt" takes E[ΔJ·P(adopt | ΔJ)] over the (reweighted) draws themselves, as U0 does:
+    # near J = 1 the gains are bounded by the headroom with a long tail below 0, and a
+    # Gaussian with their moments would see a positive part several times too large.
+    kept_draws = [utility.of_draws(arr.gains, arr.kind, arr.a, arr.b, jnp)] if utility.exact_on_draws else []
     noise_sd = evaluation_sd(arr.kind, arr.a, arr.b, jnp)
-    # One matrix product gives Σw·θ (Σw·θ², Σw·max(θ, 0)) and Σw (the column of ones).
-    rhs = jnp.concatenate([dgc] + ([dgc**2] if use_var else []) + pos + [jnp.ones((s, 1), dgc.dtype)], axis=1)
+    # One matrix product gives Σw·θ (Σw·θ², Σw·θ·P(adopt | θ)) and Σw (the column of ones).
+    rhs = jnp.concatenate([moments.gain_dev] + ([moments.gain_dev**2] if spread else []) + kept_draws
+                          + [jnp.ones((num_draws, 1), moments.gain_dev.dtype)], axis=1)
 
-    def functional(mean, var):  # the decision functional (see `config`), moment form
-        if adopt:
-            return adopt_moment(mean, jnp.sqrt(var), noise_sd, jnp)
-        return mean + kappa * jnp.sqrt(var) if use_var else mean
+    def functional(mean, var):  # the decision functional in moment form
+        return utility.of_moments(mean, jnp.sqrt(var), noise_sd, jnp)
 
-    util0 = pos[0].mean(0) if adopt else functional(mu0, var0)
-    g0_null = _best_value(arr.feas_now, util0 - arr.cost_now)
+    util0 = kept_draws[0].mean(0) if utility.exact_on_draws else functional(moments.gain_mean, moments.gain_var)
+    g0_null = best_value(arr.feas_now, util0 - arr.cost_now)
 
-    def heavy(coefs):  # the [Mb, S] part: weights, their products with the draws, Σw²
-        coef_a, coef_b, shift = coefs
-        ll = coef_a[:, None] * tm.u + coef_b[:, None] * tm.v - shift[:, None]
+    def reweigh(coefs):  # the [Mb, S] part: weights, their products with the draws, Σw²
         # The barrier keeps w materialised once: without it XLA rewrites w·w as exp(2·ll)
         # and runs a second exponential pass for the ESS.
-        w = jax.lax.optimization_barrier(jnp.exp(jnp.minimum(ll, 60.0)))
+        w = jax.lax.optimization_barrier(importance_weights(moments, *coefs))
         return w @ rhs, (w * w).sum(1)
 
-    def post(y, raw, sw2):  # [Mb]-sized work: updated beliefs, next state, G0(s^{m,Y})
+    def next_state_value(y, raw, sw2):  # [Mb]-sized work: updated beliefs, next state, G0(s^{m,Y})
         sw = raw[:, -1]
         ess = sw**2 / sw2
         mom = raw[:, :-1] / sw[:, None]
-        mean_is = mu0 + mom[:, :ncol]
-        var_is = jnp.maximum(mom[:, ncol:2 * ncol] - mom[:, :ncol] ** 2, 0.0) if use_var else 0.0
+        mean_is = moments.gain_mean + mom[:, :ncol]
+        var_is = jnp.maximum(mom[:, ncol:2 * ncol] - mom[:, :ncol] ** 2, 0.0) if spread else 0.0
 
-        mean_g, var_g = _gaussian_update(tm, arr, y)
-        collapsed = (ess < collapse_ess) & (tm.gauss | tm.binom)
+        mean_g, var_g = gaussian_update(moments, arr, y)
+        collapsed = collapses(ess, arr, collapse_ess)
         mean = jnp.where(collapsed[:, None], mean_g, mean_is)
-        var = jnp.where(collapsed[:, None], var_g, var_is) if use_var else jnp.zeros_like(mean)
+        var = jnp.where(collapsed[:, None], var_g, var_is) if spread else jnp.zeros_like(mean)
 
         eye = jnp.eye(mean.shape[0], dtype=bool)
-        mean_t, var_t = jax.vmap(functools.partial(_after_move, rule), in_axes=(0, 0, 0, None))(mean, var, eye, j_now)
-        moves = _adopts(tm, arr, y, adopt)
-        if adopt:
-            # the exact positive part where the draws hold the update, its moment form where
-            # the weights collapsed; after a move the rule gives only moments, so the moment
+        mean_t, var_t = jax.vmap(functools.partial(after_move, rule), in_axes=(0, 0, 0, None))(mean, var, eye, j_now)
+        moved = moves(utility, arr, y)[:, None]
+        if utility.exact_on_draws:
+            # the exact value where the draws hold the update, its moment form where the
+            # weights collapsed; after a move the rule gives only moments, so the moment
             # form there is scaled by exact/moment before the move (exact for rules that
             # scale the gains, as both shipped rules do)
-            nxt = 2 * ncol if use_var else ncol
+            first = 2 * ncol if spread else ncol
             moment = functional(mean, var)
-            exact = jnp.where(collapsed[:, None], moment, mom[:, nxt:nxt + ncol])
+            exact = jnp.where(collapsed[:, None], moment, mom[:, first:first + ncol])
             skew = jnp.where(moment > 1e-12, exact / jnp.maximum(moment, 1e-12), 1.0)
-            util = jnp.where(moves[:, None], functional(mean_t, var_t) * skew, exact)
+            util = jnp.where(moved, functional(mean_t, var_t) * skew, exact)
         else:
-            util = functional(jnp.where(moves[:, None], mean_t, mean), jnp.where(moves[:, None], var_t, var))
+            util = functional(jnp.where(moved, mean_t, mean), jnp.where(moved, var_t, var))
         val = jnp.where(arr.feas_next, util - arr.cost_next, -jnp.inf)
-        g = jnp.maximum(0.0, val.max(axis=1))
-        return g, ess, collapsed.astype(jnp.float32)
+        return jnp.maximum(0.0, val.max(axis=1)), ess, collapsed.astype(jnp.float32)
 
-    def run_block(plan):  # `block` outcomes: small work vectorized, heavy work in cache-sized chunks
-        y, coef_a, coef_b, shift = jax.vmap(functools.partial(_simulate, tm, arr))(plan)
-        raw, sw2 = jax.lax.map(heavy, (coef_a, coef_b, shift), batch_size=batch)
-        return jax.vmap(post)(y, raw, sw2)
+    def run_block(plan):  # `block` outcomes: small work vectorized, the reweighting in cache-sized chunks
+        y, coef_a, coef_b, shift = jax.vmap(functools.partial(simulate_outcome, moments, arr))(plan)
+        raw, sw2 = jax.lax.map(reweigh, (coef_a, coef_b, shift), batch_size=batch)
+        return jax.vmap(next_state_value)(y, raw, sw2)
 
-    plan = tuple(x.reshape(num_outcomes // block, block) for x in (idx, eps_all, u_all))
+    plan = tuple(x.reshape(num_outcomes // block, block) for x in outcome_plan(rng_key, num_draws, num_outcomes))
     g, ess, collapsed = (x.reshape(num_outcomes, -1) for x in jax.lax.map(run_block, plan))  # [K, Mb]
     cvu = g.mean(0) - g0_null
     se = g.std(0, ddof=1) / math.sqrt(num_outcomes)
     return cvu, se, ess.mean(0), ess.min(0), collapsed.mean(0), g0_null, util0
 
 
-_lookahead_jit = jax.jit(
-    _lookahead, static_argnames=("num_outcomes", "batch", "block", "use_var", "rule", "n_cap", "adopt"))
+_lookahead_jit = jax.jit(_lookahead, static_argnames=("num_outcomes", "batch", "block", "utility", "rule", "n_cap"))
 
 
 class SecondStepArrays(NamedTuple):
@@ -398,14 +385,9 @@ def second_step_arrays(problem: Problem, bucket: int = 8) -> SecondStepArrays:
     return SecondStepArrays(jnp.asarray(obs_gain), jnp.asarray(feas), jnp.asarray(cost))
 
 
-def _best_value(feasible, values):
-    """max(0, max over the feasible candidates of `values`): the stop is always available."""
-    return jnp.maximum(0.0, jnp.max(jnp.where(feasible, values, -jnp.inf)))
-
-
-def _two_step(rng_key, arr: LookaheadArrays, second: SecondStepArrays, j_now, collapse_ess, kappa, *,
+def _two_step(rng_key, arr: LookaheadArrays, second: SecondStepArrays, j_now, collapse_ess, *,
               num_outcomes: int, batch: int, block: int, inner_outcomes: int, inner_batch: int,
-              inner_block: int, inner_draws: int, use_var: bool, rule, n_cap: int, adopt: bool = False):
+              inner_block: int, inner_draws: int, utility: Utility, rule, n_cap: int):
     """CVU with two decisions ahead: E_Y[G1(s^{m,Y})] − G1(s^∅), where G1(s) is the value of
     acting once more in s and then once again, max(0, max_c U0(c | s) + E[G0(s^{c,·})]).
 
@@ -419,52 +401,55 @@ def _two_step(rng_key, arr: LookaheadArrays, second: SecondStepArrays, j_now, co
     The one-step look-ahead then runs on that state with `inner_outcomes` outcomes (one key
     for all states: common random numbers).
     """
-    one = functools.partial(_lookahead, collapse_ess=collapse_ess, kappa=kappa, use_var=use_var, rule=rule,
-                            n_cap=n_cap, adopt=adopt)
+    one = functools.partial(_lookahead, collapse_ess=collapse_ess, utility=utility, rule=rule, n_cap=n_cap)
     cvu1, _, ess, ess_min, col, g0_1, util0 = one(rng_key, arr, j_now, num_outcomes=num_outcomes, batch=batch,
                                                   block=block)
-    g1_null = _best_value(arr.feas_now, util0 - arr.cost_now + cvu1 + g0_1)
-    s, mb = arr.dg.shape
-    tm = _terms(arr, n_cap)
-    idx, eps_all, u_all = _outcome_plan(rng_key, s, num_outcomes)
+    g1_null = best_value(arr.feas_now, util0 - arr.cost_now + cvu1 + g0_1)
+    num_draws, mb = arr.gains.shape
+    moments = draw_moments(arr, n_cap)
     k_resample, k_inner = jax.random.split(jax.random.fold_in(rng_key, 2))
     offsets = jax.random.uniform(k_resample, (num_outcomes,))
-    sub = jnp.arange(inner_draws) * (s // inner_draws)
+    sub = jnp.arange(inner_draws) * (num_draws // inner_draws)
     grid = jnp.arange(inner_draws, dtype=jnp.float32)
     rows = jnp.arange(mb)
     observes_gain = second.obs_gain >= 0
+    informative = (arr.kind == 1) | (arr.kind == 2)
+
+    def next_state_draws(m, w, moved, mean_g, var_g, offset):
+        """The draws carrying s^{m,Y}: gains [inner_draws, Mb], observed [Mb, inner_draws], and J."""
+        sw = w.sum()
+        collapsed = (sw**2 / (w * w).sum() < collapse_ess) & informative[m]
+        pick = jnp.minimum(jnp.searchsorted(jnp.cumsum(w) / sw, (offset + grid) / inner_draws), num_draws - 1)
+        scale_g = jnp.where(moments.gain_var > 1e-12, jnp.sqrt(var_g / jnp.maximum(moments.gain_var, 1e-12)), 0.0)
+        gains = jnp.where(collapsed, mean_g + moments.gain_dev[sub] * scale_g, arr.gains[pick])
+        observed = jnp.where(collapsed, arr.observed[:, sub], arr.observed[:, pick])
+        mean, var = gains.mean(0), gains.var(0)
+        mean_t, var_t = after_move(rule, mean, var, rows == m, j_now)
+        scale_t = jnp.where(var > 1e-12, jnp.sqrt(var_t / jnp.maximum(var, 1e-12)), 0.0)
+        gains = jnp.where(moved, mean_t + (gains - mean) * scale_t, gains)
+        observed = jnp.where(observes_gain[:, None], gains[:, jnp.maximum(second.obs_gain, 0)].T, observed)
+        return gains, observed, jnp.where(moved, j_now + mean[m], j_now)
 
     def g1_next(m, w, moved, mean_g, var_g, offset):  # G1(s^{m,Y}) for one row m
-        sw = w.sum()
-        collapsed = (sw**2 / (w * w).sum() < collapse_ess) & (tm.gauss[m] | tm.binom[m])
-        pick = jnp.minimum(jnp.searchsorted(jnp.cumsum(w) / sw, (offset + grid) / inner_draws), s - 1)
-        scale_g = jnp.where(tm.var0 > 1e-12, jnp.sqrt(var_g / jnp.maximum(tm.var0, 1e-12)), 0.0)
-        dg = jnp.where(collapsed, mean_g + tm.dgc[sub] * scale_g, arr.dg[pick])
-        theta = jnp.where(collapsed, arr.theta_obs[:, sub], arr.theta_obs[:, pick])
-        mean, var = dg.mean(0), dg.var(0)
-        own = mean[m]
-        mean_t, var_t = _after_move(rule, mean, var, rows == m, j_now)
-        scale_t = jnp.where(var > 1e-12, jnp.sqrt(var_t / jnp.maximum(var, 1e-12)), 0.0)
-        dg = jnp.where(moved, mean_t + (dg - mean) * scale_t, dg)
-        theta = jnp.where(observes_gain[:, None], dg[:, jnp.maximum(second.obs_gain, 0)].T, theta)
-        j_next = jnp.where(moved, j_now + own, j_now)
+        gains, observed, j_next = next_state_draws(m, w, moved, mean_g, var_g, offset)
         inner = arr._replace(
-            dg=dg, theta_obs=theta, b=jnp.where(tm.binom, jnp.clip(arr.b + j_next - j_now, 0.0, 1.0), arr.b),
+            gains=gains, observed=observed,
+            b=jnp.where(arr.kind == 2, jnp.clip(arr.b + j_next - j_now, 0.0, 1.0), arr.b),
             feas_now=arr.feas_next[m], cost_now=arr.cost_next[m],
             feas_next=second.feas_next2[m], cost_next=second.cost_next2[m])
         cvu, _, _, _, _, g0, util = one(k_inner, inner, j_next, num_outcomes=inner_outcomes, batch=inner_batch,
                                         block=inner_block)
-        return _best_value(inner.feas_now, util - inner.cost_now + cvu + g0)
+        return best_value(inner.feas_now, util - inner.cost_now + cvu + g0)
 
     def per_outcome(plan):  # every row's next state for one simulated outcome
-        j, eps, u_j, offset = plan
-        y, coef_a, coef_b, shift = _simulate(tm, arr, (j, eps, u_j))
-        w = jnp.exp(jnp.minimum(coef_a[:, None] * tm.u + coef_b[:, None] * tm.v - shift[:, None], 60.0))
-        mean_g, var_g = _gaussian_update(tm, arr, y)
-        moved = _adopts(tm, arr, y, adopt)
-        return jax.vmap(g1_next, in_axes=(0, 0, 0, 0, 0, None))(rows, w, moved, mean_g, var_g, offset)
+        j, normal, uniform, offset = plan
+        y, coef_a, coef_b, shift = simulate_outcome(moments, arr, (j, normal, uniform))
+        w = importance_weights(moments, coef_a, coef_b, shift)
+        mean_g, var_g = gaussian_update(moments, arr, y)
+        return jax.vmap(g1_next, in_axes=(0, 0, 0, 0, 0, None))(rows, w, moves(utility, arr, y), mean_g, var_g,
+                                                                 offset)
 
-    g = jax.lax.map(per_outcome, (idx, eps_all, u_all, offsets))  # [K, Mb]
+    g = jax.lax.map(per_outcome, (*outcome_plan(rng_key, num_draws, num_outcomes), offsets))  # [K, Mb]
     cvu = g.mean(0) - g1_null
     se = g.std(0, ddof=1) / math.sqrt(num_outcomes)
     return cvu, se, ess, ess_min, col, g1_null
@@ -472,7 +457,7 @@ def _two_step(rng_key, arr: LookaheadArrays, second: SecondStepArrays, j_now, co
 
 _two_step_jit = jax.jit(
     _two_step, static_argnames=("num_outcomes", "batch", "block", "inner_outcomes", "inner_batch", "inner_block",
-                                "inner_draws", "use_var", "rule", "n_cap", "adopt"))
+                                "inner_draws", "utility", "rule", "n_cap"))
 
 
 def chunk_outcomes(num_outcomes: int, mb: int, s: int, chunk_bytes: int) -> int:
@@ -502,19 +487,18 @@ def lookahead(problem: Problem, config: DecideConfig, rule, arrays: LookaheadArr
         z = np.zeros(m)
         return LookaheadResult(z, z.copy(), np.full(m, np.nan), np.full(m, np.nan), z.copy(), math.nan)
     arr = lookahead_arrays(problem, config.bucket) if arrays is None else arrays
-    mb, s = arr.dg.shape[1], arr.dg.shape[0]
-    use_var = config.utility != "mean"
-    per_weight = 2 if use_var else 1
-    batch = chunk_outcomes(config.cvu_samples, mb, s, config.chunk_bytes // per_weight)
+    num_draws, mb = arr.gains.shape
+    utility = config.functional
+    per_weight = 2 if utility.uses_spread else 1
+    batch = chunk_outcomes(config.cvu_samples, mb, num_draws, config.chunk_bytes // per_weight)
     args = (jax.random.key(config.seed), arr)
-    scalars = (jnp.float32(problem.j_now), jnp.float32(config.collapse_ess),
-               jnp.float32(utility_constant(config.utility, config.utility_level)))
+    scalars = (jnp.float32(problem.j_now), jnp.float32(config.collapse_ess))
     kw = {"num_outcomes": config.cvu_samples, "batch": batch, "block": block_outcomes(config.cvu_samples, batch),
-          "use_var": use_var, "rule": rule, "n_cap": binomial_cap(problem), "adopt": config.utility == "adopt"}
+          "utility": utility, "rule": rule, "n_cap": binomial_cap(problem)}
     if config.lookahead_depth == 1:
         out = _lookahead_jit(*args, *scalars, **kw)
     else:
-        inner_draws = min(config.inner_draws, s)
+        inner_draws = min(config.inner_draws, num_draws)
         # every row's inner look-ahead runs at once (vmap): a chunk's budget is shared by the rows
         inner_batch = chunk_outcomes(config.inner_samples, mb, inner_draws, config.chunk_bytes // per_weight // mb)
         out = _two_step_jit(*args, second_step_arrays(problem, config.bucket), *scalars, **kw,

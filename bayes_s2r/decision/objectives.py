@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_s2r.belief.posterior import GainBelief
-from bayes_s2r.decision.config import DecideConfig, utility_value
+from bayes_s2r.decision.config import DecideConfig
 from bayes_s2r.decision.stability import STOP
 from bayes_s2r.errors import InputError
 
@@ -103,14 +103,9 @@ def secondary_gains(split: ObjectiveSplit, candidates, config: DecideConfig) -> 
             col = c.name + suffix
             if col in src:
                 d = src.column(col)
-                if config.utility == "adopt":
-                    # adoption follows the primary gain: E[d · 1{primary gain > 0}], over the
-                    # joint draws when there are some (else the two taken as independent)
-                    kept = split.primary.column(c.name) > 0
-                    vals[i] = ((d * kept).mean() if src is split.primary and len(d) == len(kept)
-                               else d.mean() * kept.mean())
-                else:
-                    vals[i] = utility_value(d.mean(), d.std(), config.utility, config.utility_level)
+                primary = split.primary.column(c.name)
+                joint = src is split.primary and len(d) == len(primary)
+                vals[i] = config.functional.of_secondary(d, primary, joint=joint)
             elif o in c.objectives:
                 raise InputError("belief.names", col, f"a column for {c.name!r}, which lists objective {o!r}")
         cols[f"gain@{o}"] = vals

@@ -17,7 +17,7 @@ import numpy as np
 
 from bayes_s2r.belief.outcomes import OUTCOME_KINDS
 from bayes_s2r.belief.posterior import GainBelief
-from bayes_s2r.decision.config import DecideConfig, adoption_probability, utility_value
+from bayes_s2r.decision.config import DecideConfig
 from bayes_s2r.errors import InputError
 from bayes_s2r.vocab import RESOURCES, Budget, Candidate, ResourceWeights, validate_candidates
 
@@ -25,6 +25,8 @@ __all__ = ["SENSITIVITY_PREFIX", "Problem", "build_problem", "current_j", "exec_
 
 SENSITIVITY_PREFIX = "sensitivity:"
 _DEFAULT_J = 0.5
+#: `current_j`'s source when neither the caller nor the belief knows J
+DEFAULT_J_SOURCE = "default 0.5"
 
 
 class Problem(NamedTuple):
@@ -104,7 +106,7 @@ def current_j(belief: GainBelief, current_J: float | None) -> tuple[float, str]:
     base = getattr(belief, "extra", {}).get("baseline")
     if base is not None and np.ndim(base) == 0 and math.isfinite(float(base)):
         return float(min(max(float(base), 0.0), 1.0)), "belief.extra['baseline']"
-    return _DEFAULT_J, "default 0.5"
+    return _DEFAULT_J, DEFAULT_J_SOURCE
 
 
 def _check_inputs(belief, budget, weights, reference, config: DecideConfig) -> None:
@@ -225,7 +227,7 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
     by_name = {c.name: c for c in cands}
     col = {n: i for i, n in enumerate(belief.names)}
     j_now, j_source = current_j(belief, current_J)
-    j_known = j_source != "default 0.5"
+    j_known = j_source != DEFAULT_J_SOURCE
     m = len(cands)
 
     draws = np.asarray(belief.draws, dtype=np.float64)
@@ -248,12 +250,11 @@ def build_problem(belief: GainBelief, candidates, budget: Budget, weights: Resou
     a = np.array([o[3] for o in obs])
     b = np.array([o[4] for o in obs])
 
-    if config.utility == "adopt":  # exact over the draws, which respect ΔJ ≤ 1 − J
-        theta = draws[:, np.maximum(gain_col, 0)]
-        kept = theta * adoption_probability(theta, kind, a, b)
-        gain = np.where(is_adapt, kept.mean(0), 0.0)
+    utility = config.functional
+    if utility.exact_on_draws:  # the draws respect ΔJ ≤ 1 − J, which a Gaussian would not
+        gain = np.where(is_adapt, utility.of_draws(draws[:, np.maximum(gain_col, 0)], kind, a, b).mean(0), 0.0)
     else:
-        gain = utility_value(mu, sd, config.utility, config.utility_level)
+        gain = utility.of_moments(mu, sd)
 
     cost = np.stack([c.cost.as_array() for c in cands])
     lam = np.asarray(weights.at(budget, reference), dtype=np.float64)

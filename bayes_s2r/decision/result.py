@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_s2r.decision.config import DecideConfig, utility_label
+from bayes_s2r.decision.config import DecideConfig
 from bayes_s2r.decision.stability import stop_score
+from bayes_s2r.decision.utility import Utility
 from bayes_s2r.evidence.records import DecisionRecord
 
 __all__ = ["Decision"]
@@ -98,7 +99,7 @@ class Decision:
 
     @property
     def utility_label(self) -> str:
-        return utility_label(self.utility, self.utility_level)
+        return Utility(self.utility, self.utility_level).label
 
     @property
     def _g_label(self) -> str:

@@ -45,20 +45,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayes_s2r.belief.risk import clopper_pearson_ucb
-from bayes_s2r.decision.config import DecideConfig, adopt_moment, evaluation_sd
+from bayes_s2r.decision.config import DecideConfig
 from bayes_s2r.decision.index import gaussian_reservation
 from bayes_s2r.decision.lookahead import (
     LookaheadArrays,
     LookaheadResult,
-    _gaussian_update,
-    _outcome_plan,
-    _simulate,
-    _terms,
     binomial_cap,
     chunk_outcomes,
+    collapses,
+    draw_moments,
+    gaussian_update,
+    importance_weights,
     lookahead_arrays,
+    outcome_plan,
+    simulate_outcome,
 )
 from bayes_s2r.decision.problem import Problem
+from bayes_s2r.decision.utility import Utility, adopt_moment, evaluation_noise, evaluation_sd
 from bayes_s2r.vocab import Budget, Candidate, ResourceWeights
 
 __all__ = ["RolloutArrays", "base_policy_value", "probe_openings", "rollout_arrays", "rollout_lookahead"]
@@ -198,7 +201,8 @@ def _learn(walk: _Walk, pick, measured, noise_var, tried):
     return walk._replace(mean=jnp.where(tried, mean, walk.mean), cov=jnp.where(tried, cov, walk.cov))
 
 
-def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk, noise, opens, *, adopt: bool):
+def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk, noise, opens, *,
+                      utility: Utility):
     """The index policy's return in one scenario: `noise` [H] standard normals, one per
     decision; `opens` [Mb] whether each probe would open its gate in this scenario.
 
@@ -225,15 +229,10 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk
         probing = go & ~ok[pick]
         trying = go & ~probing
         g = w.theta[pick]
-        # the try's paired evaluation: the measured gain with its sampling noise; a new policy
-        # is kept when its successes exceed the control's (0.5/n: the counts are whole)
-        n = jnp.maximum(arr.a[pick], 1.0)
-        p1 = jnp.clip(w.j + g, 0.0, 1.0)
-        noise_sd = jnp.where(arr.kind[pick] == 2, jnp.sqrt((p1 * (1 - p1) + w.j * (1 - w.j)) / n),
-                             jnp.where(arr.kind[pick] == 1, arr.a[pick], 0.0))
+        # the try's paired evaluation: the measured gain with its sampling noise
+        noise_sd, threshold = evaluation_noise(g, arr.kind[pick], arr.a[pick], w.j, jnp)
         measured = g + noise_sd * eps
-        threshold = jnp.where(arr.kind[pick] == 2, 0.5 / n, 0.0)
-        keep = trying & ((measured > threshold) if adopt else True)
+        keep = trying & utility.keeps(measured > threshold)
         w = _learn(w, pick, measured, noise_sd**2 + 1e-6, trying)
         w = _keep_gain(rule, w, pick, keep)
         spent = jnp.where(probing, probe[pick], pick)
@@ -249,40 +248,42 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk
 
 
 def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_ess, *, num_outcomes: int,
-             batch: int, horizon: int, rule, n_cap: int, adopt: bool):
-    s, mb = arr.dg.shape
-    idx, eps_all, u_all = _outcome_plan(rng_key, s, num_outcomes)
+             batch: int, horizon: int, rule, n_cap: int, utility: Utility):
+    num_draws, mb = arr.gains.shape
+    idx, eps_all, u_all = outcome_plan(rng_key, num_draws, num_outcomes)
     noise_all = jax.random.normal(jax.random.fold_in(rng_key, 3), (num_outcomes, max(horizon, 1)))[:, :horizon]
-    tm = _terms(arr, n_cap)
-    rhs = jnp.concatenate([tm.dgc, tm.dgc**2, jnp.ones((s, 1), tm.dgc.dtype)], axis=1)
+    moments = draw_moments(arr, n_cap)
+    dev = moments.gain_dev
+    rhs = jnp.concatenate([dev, dev**2, jnp.ones((num_draws, 1), dev.dtype)], axis=1)
     rows = jnp.arange(mb)
-    walk_value = functools.partial(base_policy_value, rule, ro, arr, adopt=adopt)
+    walk_value = functools.partial(base_policy_value, rule, ro, arr, utility=utility)
     # the draws' covariance of the gains; after a first step, its correlations with the
     # updated variances (the importance weights give each next state's variances only)
-    cov0 = tm.dgc.T @ tm.dgc / s
+    cov0 = dev.T @ dev / num_draws
     sd0 = jnp.sqrt(jnp.diagonal(cov0))
     corr0 = jnp.where(jnp.outer(sd0, sd0) > 1e-12, cov0 / jnp.maximum(jnp.outer(sd0, sd0), 1e-12), 0.0)
     corr0 = jnp.where(jnp.eye(mb, dtype=bool), 1.0, corr0)
 
     def scenario(plan):
         j, eps, u_j, opens, noise, eps_control = plan
-        y, coef_a, coef_b, shift = _simulate(tm, arr, (j, eps, u_j))
-        w = jnp.exp(jnp.minimum(coef_a[:, None] * tm.u + coef_b[:, None] * tm.v - shift[:, None], 60.0))
+        y, coef_a, coef_b, shift = simulate_outcome(moments, arr, (j, eps, u_j))
+        w = importance_weights(moments, coef_a, coef_b, shift)
         raw, sw2 = w @ rhs, (w * w).sum(1)
         sw = raw[:, -1]
         ess = sw**2 / sw2
         mom = raw[:, :-1] / sw[:, None]
-        mean_is, var_is = tm.mu0 + mom[:, :mb], jnp.maximum(mom[:, mb:] - mom[:, :mb] ** 2, 0.0)
-        mean_g, var_g = _gaussian_update(tm, arr, y)
-        collapsed = (ess < collapse_ess) & (tm.gauss | tm.binom)
+        mean_is, var_is = moments.gain_mean + mom[:, :mb], jnp.maximum(mom[:, mb:] - mom[:, :mb] ** 2, 0.0)
+        mean_g, var_g = gaussian_update(moments, arr, y)
+        collapsed = collapses(ess, arr, collapse_ess)
         mean = jnp.where(collapsed[:, None], mean_g, mean_is)
         var = jnp.where(collapsed[:, None], var_g, var_is)
-        theta = arr.dg[j]
+        theta = arr.gains[j]
         # m's paired evaluation: its treated count y against a control arm drawn around b·n
         # (the one-step look-ahead compares with b·n itself), kept when it has more successes
-        control = arr.b * tm.n + jnp.sqrt(tm.n * arr.b * (1 - arr.b)) * eps_control
-        shows = jnp.where(tm.binom, y - control > 0.5, jnp.where(tm.gauss, y > 0, False))
-        kept = arr.is_adapt & (shows if adopt else True)
+        n = jnp.maximum(arr.a, 1.0)
+        control = arr.b * n + jnp.sqrt(n * arr.b * (1 - arr.b)) * eps_control
+        shows = jnp.where(arr.kind == 2, y - control > 0.5, jnp.where(arr.kind == 1, y > 0, False))
+        kept = arr.is_adapt & utility.keeps(shows)
 
         def after(m):  # the state once m has run, in this scenario
             probed = rows == ro.probe_target[m]
@@ -293,7 +294,7 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
                           gated=ro.gated & ~probed, alive=jnp.bool_(True), value=jnp.float32(0.0))
             return walk_value(_keep_gain(rule, start, m, kept[m]), noise, opens)
 
-        null = _Walk(j=j_now, theta=theta, mean=tm.mu0, cov=cov0, budget=ro.budget, avail=ro.base_ok,
+        null = _Walk(j=j_now, theta=theta, mean=moments.gain_mean, cov=cov0, budget=ro.budget, avail=ro.base_ok,
                      gated=ro.gated, alive=jnp.bool_(True), value=jnp.float32(0.0))
         return jax.vmap(after)(rows), walk_value(null, noise, opens), ess, collapsed.astype(jnp.float32)
 
@@ -306,7 +307,7 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
     return cvu, se, ess.mean(0), ess.min(0), collapsed.mean(0), v_null.mean()
 
 
-_rollout_jit = jax.jit(_rollout, static_argnames=("num_outcomes", "batch", "horizon", "rule", "n_cap", "adopt"))
+_rollout_jit = jax.jit(_rollout, static_argnames=("num_outcomes", "batch", "horizon", "rule", "n_cap", "utility"))
 
 
 def rollout_lookahead(problem: Problem, candidates: tuple[Candidate, ...], budget: Budget,
@@ -318,12 +319,12 @@ def rollout_lookahead(problem: Problem, candidates: tuple[Candidate, ...], budge
         z = np.zeros(m)
         return LookaheadResult(z, z.copy(), np.full(m, np.nan), np.full(m, np.nan), z.copy(), math.nan)
     arr = lookahead_arrays(problem, config.bucket)
-    mb, s = arr.dg.shape[1], arr.dg.shape[0]
+    num_draws, mb = arr.gains.shape
     ro = rollout_arrays(problem, candidates, budget, weights, reference, risk, config, mb)
-    batch = chunk_outcomes(config.cvu_samples, mb, s, config.chunk_bytes)
+    batch = chunk_outcomes(config.cvu_samples, mb, num_draws, config.chunk_bytes)
     out = _rollout_jit(jax.random.key(config.seed), arr, ro, jnp.float32(problem.j_now),
                        jnp.float32(config.collapse_ess), num_outcomes=config.cvu_samples, batch=batch,
                        horizon=config.horizon, rule=rule, n_cap=binomial_cap(problem),
-                       adopt=config.utility == "adopt")
+                       utility=config.functional)
     cvu, se, ess, ess_min, col, v_null = (np.asarray(x, dtype=np.float64) for x in out)
     return LookaheadResult(cvu[:m], se[:m], ess[:m], ess_min[:m], col[:m], float(v_null))

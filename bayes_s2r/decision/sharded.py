@@ -2,7 +2,7 @@
 
 `bayes_s2r.decision.lookahead` computes, for every candidate and simulated outcome, weights
 over the S posterior draws and their products with the draws. Here the draw axis of its
-input arrays (`dg` [S, Mb] and `theta_obs` [Mb, S]) is sharded over the mesh and the
+input arrays (`gains` [S, Mb] and `observed` [Mb, S]) is sharded over the mesh and the
 other inputs are replicated; `jax.jit` then partitions the same compiled kernel so that each
 device holds S/d draws and the sums over draws become cross-device reductions. The outcome
 draws (common random numbers) are unchanged, so the result equals the single-device one up
@@ -35,7 +35,7 @@ from bayes_s2r.errors import InputError, require_int
 
 __all__ = ["draw_mesh", "shard_lookahead_arrays", "sharded_lookahead"]
 
-_DRAW_AXIS = MappingProxyType({"dg": 0, "theta_obs": 1})
+_DRAW_AXIS = MappingProxyType({"gains": 0, "observed": 1})
 
 
 def draw_mesh(num_draws: int, devices: Any = None):
@@ -58,7 +58,7 @@ def shard_lookahead_arrays(arrays: LookaheadArrays, devices: Any = None) -> Look
     """
     if not isinstance(arrays, LookaheadArrays):
         raise InputError("arrays", type(arrays).__name__, "LookaheadArrays")
-    mesh = draw_mesh(int(arrays.dg.shape[0]), devices)
+    mesh = draw_mesh(int(arrays.gains.shape[0]), devices)
 
     def spec(name: str, x) -> NamedSharding:
         axes = [None] * x.ndim

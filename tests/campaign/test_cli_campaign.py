@@ -177,7 +177,7 @@ def test_decide_with_the_adopt_utility(example_ledger):
     # E[ΔJ·P(adopt | ΔJ)] is below what an evaluation that revealed the sign would keep,
     # E[max(ΔJ, 0)] (pointwise θ·P(adopt | θ) ≤ max(θ, 0)); its Gaussian form bounds it
     # up to how far the draws are from Gaussian
-    from bayes_s2r.decision.config import positive_part
+    from bayes_s2r.decision.utility import positive_part
     assert all(r["gain"] <= positive_part(r["mu_dJ"], r["sd_dJ"]) + 0.01 for r in rows)
     assert any(abs(r["gain"] - r["mu_dJ"]) > 1e-4 for r in rows)  # not the plain mean
     assert all(r["U0"] == pytest.approx(r["gain"] - r["C_lambda"]) for r in rows)

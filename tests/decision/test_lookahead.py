@@ -58,9 +58,8 @@ def _ref_case(bench_module, utility, collapse_ess, transition, num_draws=300, k=
     res = la.lookahead(prob, cfg, rule)
     arrays = la.lookahead_arrays(prob, cfg.bucket)
     _, y = la.draw_outcomes(la.jax.random.key(cfg.seed), arrays, k, la.binomial_cap(prob))
-    from bayes_s2r.decision.config import utility_constant
     ref = bench_module.reference_cvu(prob, np.asarray(y, np.float64)[:, : prob.size], collapse_ess=collapse_ess,
-                                     utility_kappa=utility_constant(utility, cfg.utility_level),
+                                     utility_kappa=cfg.functional.kappa,
                                      transition=transition, adopt=utility == "adopt",
                                      repeat_share=1.0 if repeat_share is None else repeat_share)
     return res, ref
@@ -117,7 +116,7 @@ def test_binomial_outcomes_follow_the_binomial_distribution():
     n, k = 40, 20000
     theta = np.array([-0.3, 0.0, 0.25, 0.45], np.float32)
     arr = la.LookaheadArrays(
-        dg=la.jnp.zeros((4, 4)), theta_obs=la.jnp.asarray(np.tile(theta[:, None], (1, 4))),
+        gains=la.jnp.zeros((4, 4)), observed=la.jnp.asarray(np.tile(theta[:, None], (1, 4))),
         kind=la.jnp.full(4, 2, np.int32), a=la.jnp.full(4, float(n)), b=la.jnp.full(4, 0.5),
         is_adapt=la.jnp.zeros(4, bool), feas_now=la.jnp.zeros(4, bool), cost_now=la.jnp.zeros(4),
         feas_next=la.jnp.zeros((4, 4), bool), cost_next=la.jnp.zeros((4, 4)), valid=la.jnp.ones(4, bool))

@@ -7,8 +7,8 @@ import pytest
 
 import bayes_s2r as bs
 from bayes_s2r.decision import rollout
-from bayes_s2r.decision.config import positive_part
 from bayes_s2r.decision.index import gaussian_reservation
+from bayes_s2r.decision.utility import positive_part
 
 MU = np.array([0.05, 0.0, 0.1])
 SD = np.array([0.1, 0.2, 0.01])

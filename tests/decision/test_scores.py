@@ -84,7 +84,7 @@ def test_adopt_values_the_stop_branch_with_the_exact_positive_part(jit_mode):
                               outcome=bs.BinomialPairedOutcome(episodes=12)))
     kw = {"budget": bs.Budget(real=3, compute=1, eng=1), "weights": bs.ResourceWeights(real=0.02),
           "cvu_samples": 128, "current_J": 0.98, "utility": "adopt"}
-    from bayes_s2r.decision.config import positive_part
+    from bayes_s2r.decision.utility import positive_part
 
     exact = np.maximum(draws, 0.0).mean(0)
     moment = positive_part(draws.mean(0), draws.std(0))

@@ -28,9 +28,9 @@ def test_draws_are_split_over_the_devices_and_the_rest_replicated(lookahead_prob
     problem, config = lookahead_problem
     arrays = shard_lookahead_arrays(lookahead_arrays(problem, config.bucket), devices=4)
     s = problem.draws.shape[0]
-    assert arrays.dg.sharding.spec == jax.sharding.PartitionSpec(BATCH_AXIS, None)
-    assert arrays.theta_obs.sharding.spec == jax.sharding.PartitionSpec(None, BATCH_AXIS)
-    assert {sh.data.shape[0] for sh in arrays.dg.addressable_shards} == {s // 4}
+    assert arrays.gains.sharding.spec == jax.sharding.PartitionSpec(BATCH_AXIS, None)
+    assert arrays.observed.sharding.spec == jax.sharding.PartitionSpec(None, BATCH_AXIS)
+    assert {sh.data.shape[0] for sh in arrays.gains.addressable_shards} == {s // 4}
     assert arrays.cost_next.sharding.is_fully_replicated
 
 
