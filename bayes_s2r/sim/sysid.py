@@ -322,14 +322,18 @@ class _Fit(NamedTuple):
     method: str
 
 
-def _fit_posterior(key: jax.Array, fn, sse, theta0: np.ndarray, center: np.ndarray, lats: tuple,
+def _fit_posterior(key: jax.Array, fn, population_sse, theta0: np.ndarray, center: np.ndarray, lats: tuple,
                    config: SIConfig, n_values: float) -> _Fit:
     """Levenberg–Marquardt (or CEM) fit and jackknife posterior of any replay.
+
+    The latency profile evaluates `fn` (one compiled function serves the whole gradient fit);
+    the CEM populations go through `population_sse`.
 
     Args:
         key: draws the CEM populations.
         fn: fn(θ [P], latency) -> (residuals [K, n], Jacobian [K, n, P]), one row per episode.
-        sse: sse(θs [M, P], latencies [M]) -> SSE of each pair, [M].
+        population_sse: f(θs [M, P], latencies [M]) -> SSE of each pair, [M] (non-finite
+            residuals count as 1e3).
         theta0: the start; center: the prior's centre (normal, sd `config.prior_sd`).
         lats: the latencies profiled; config: `SIConfig`; n_values: residuals that count.
     """
@@ -337,13 +341,20 @@ def _fit_posterior(key: jax.Array, fn, sse, theta0: np.ndarray, center: np.ndarr
     prior_w2 = lambda sigma2, deff: sigma2 * deff / config.prior_sd**2  # prior weight in SSE units
     penalty = lambda t, w2: w2 * float(((t - center) ** 2).sum())
 
+    def sse(thetas, latencies):
+        out = []
+        for t, lat in zip(thetas, latencies):
+            r = np.asarray(fn(t, lat)[0], np.float64)
+            out.append(float((np.where(np.isfinite(r), r, 1e3) ** 2).sum()))
+        return np.asarray(out)
+
     def fit_cem(key, theta, latency):
         mu, sd = np.asarray(theta, np.float64), np.full(dim, 0.3)
         best = (np.inf, mu)
         for _ in range(config.iterations):
             key, sub = jax.random.split(key)
             pop = mu + sd * np.asarray(jax.random.normal(sub, (config.population, dim)))
-            loss = sse(pop, [latency] * config.population)
+            loss = population_sse(pop, [latency] * config.population)
             order = np.argsort(loss)
             if loss[order[0]] < best[0]:
                 best = (float(loss[order[0]]), pop[order[0]])

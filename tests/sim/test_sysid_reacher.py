@@ -67,8 +67,9 @@ def test_real_finetune_and_si_retrain_on_the_reacher(sim, reacher, pd, hidden):
                                pd, reacher, hidden)
     assert res.policy.weights.shape == (2, 4) and res.policy.bias.shape == (2,)
     assert res.info["real_episodes"] == 8
+    # as many episodes as `data` (same excitation): identification reuses its compiled replay
     si = sim.run_intervention(jax.random.key(4), "si_retrain",
-                              {"trajectories": 4, "si_iterations": 10, "iterations": 2}, pd, reacher, hidden)
+                              {"trajectories": EPISODES, "si_iterations": 10, "iterations": 2}, pd, reacher, hidden)
     assert si.info["si"].mean["latency"] == 1.0
     assert si.policy.weights.shape == (2, 4)
     assert [r.KIND for r in si.records] == ["system_id", "execution_outcome", "realized_cost"]
