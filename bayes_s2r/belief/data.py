@@ -159,6 +159,121 @@ def evidence_information(stats: np.ndarray, cells: int, cell_cand, cell_policy, 
     return wsum / np.maximum(info, 1e-12), info
 
 
+class _Cell:
+    """Sufficient statistics of one candidate × policy cell."""
+
+    __slots__ = ("episodes", "returns_n", "returns_sum", "returns_sumsq", "successes")
+
+    def __init__(self):
+        self.successes = self.episodes = self.returns_n = self.returns_sum = self.returns_sumsq = 0.0
+
+    def as_column(self) -> list[float]:
+        """The order of `evidence_information`'s `stats` rows."""
+        return [self.successes, self.episodes, self.returns_n, self.returns_sum, self.returns_sumsq]
+
+
+class _Tally(NamedTuple):
+    """One pass over the records."""
+
+    cells: dict  # (candidate index, policy) -> _Cell
+    control: dict  # policy -> [successes, episodes] of the control arms and deployments
+    last_round: dict  # policy -> the latest round with evidence of it
+    sensitivity: list  # SensitivityTrial records
+    latest_policy: Any  # the policy of the latest round
+
+
+def _tally(records, index: Mapping[str, int], roles: Mapping[str, str], objective: str) -> _Tally:
+    cells: dict[tuple[int, Any], _Cell] = {}
+    control: dict[Any, list[int]] = {}
+    last_round: dict[Any, int] = {}
+    sens_records = []
+    latest = (-1, None)
+    for rec in records:
+        if isinstance(rec, (PairedEval, PairedReturns)):
+            if rec.objective != objective:
+                continue
+            cell = cells.setdefault((_check_candidate(rec, index, roles), rec.policy), _Cell())
+            if isinstance(rec, PairedEval):
+                cell.successes += rec.successes_treated
+                cell.episodes += rec.episodes_treated
+                ctl = control.setdefault(rec.policy, [0, 0])
+                ctl[0] += rec.successes_control
+                ctl[1] += rec.episodes_control
+            else:
+                d = np.subtract(rec.returns_treated, rec.returns_control)
+                cell.returns_n += d.size
+                cell.returns_sum += float(d.sum())
+                cell.returns_sumsq += float(d @ d)
+        elif isinstance(rec, DeploymentEval):
+            ctl = control.setdefault(rec.policy, [0, 0])
+            ctl[0] += rec.successes
+            ctl[1] += rec.episodes
+        elif isinstance(rec, SensitivityTrial):
+            sens_records.append(rec)
+            continue
+        else:
+            continue
+        last_round[rec.policy] = max(last_round.get(rec.policy, -1), rec.round)
+        if rec.round >= latest[0]:
+            latest = (rec.round, rec.policy)
+    return _Tally(cells, control, last_round, sens_records, latest[1])
+
+
+def _policy_axis(tally: _Tally, current: Any) -> tuple[tuple, np.ndarray, np.ndarray]:
+    """(policies with the current one first, age [P], control [2, P]), padded to a bucket P."""
+    last_round = tally.last_round
+    now = max(last_round.values(), default=0)
+    others = sorted((p for p in last_round if p != current), key=lambda p: (-last_round[p], str(p)))
+    policies = (current, *others)
+    size = _bucket(len(policies))
+    age = np.ones(size)
+    age[0] = 0.0
+    for i, p in enumerate(policies[1:], 1):
+        age[i] = max(1.0, now - last_round[p])
+    ctl = np.zeros((2, size))
+    pindex = {p: i for i, p in enumerate(policies)}
+    for p, (s, n) in tally.control.items():
+        ctl[:, pindex[p]] = s, n
+    return policies, age, ctl
+
+
+def _order_effects(lineage, policies: tuple, names: tuple[str, ...], method_of: Sequence[int],
+                   num_methods: int, size: int) -> np.ndarray:
+    """[P, methods]: per policy, how many more adaptations of each method than the current
+    policy has had applied (the pooled order effects' design)."""
+    applied_count = np.zeros((size, num_methods))
+    if lineage is not None:
+        if not isinstance(lineage, Mapping):
+            raise InputError("lineage", lineage, "a mapping policy -> list of adaptation names")
+        pindex = {p: i for i, p in enumerate(policies)}
+        index = {n: i for i, n in enumerate(names)}
+        for p, applied in lineage.items():
+            if isinstance(applied, str) or not isinstance(applied, Iterable):
+                raise InputError(f"lineage[{p!r}]", applied, "a list of adaptation candidate names")
+            for name in applied:
+                if name not in index:
+                    raise InputError(f"lineage[{p!r}]", name, f"an adaptation candidate among {list(names)}")
+                if p in pindex:
+                    applied_count[pindex[p], method_of[index[name]]] += 1.0
+    order_diff = applied_count - applied_count[0]
+    order_diff[len(policies):] = 0.0
+    return order_diff
+
+
+def _sensitivity(sens_records: list, use_sensitivity: bool, notes: list) -> tuple:
+    """(array fields, block, type, static fields, directions) of the sensitivity data, or Nones."""
+    if not (sens_records and use_sensitivity):
+        return None, None, None, (), ()
+    impl = sensitivity_impl()
+    if impl is None:
+        notes.append(f"{len(sens_records)} sensitivity trials ignored (no sensitivity model)")
+        return None, None, None, (), ()
+    prepare_sensitivity, block = impl
+    sdata = prepare_sensitivity(sens_records)
+    sens, stype, sstatic = _split_sensitivity(sdata)
+    return sens, block, stype, sstatic, tuple(sdata.directions)
+
+
 def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: Any = None,
                   lineage: Mapping[Any, Sequence[str]] | None = None,
                   prior: GainPrior | None = None, objective: str = "success",
@@ -190,123 +305,49 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
     if not adapt:
         raise InputError("candidates", [c.name for c in cands], "at least one adaptation candidate")
     names = tuple(c.name for c in adapt)
-    index = {n: i for i, n in enumerate(names)}
-    records = iter_records(evidence)
+    tally = _tally(iter_records(evidence), {n: i for i, n in enumerate(names)}, roles, objective)
 
-    # --- one pass over the records -------------------------------------------------------
-    cells: dict[tuple[int, Any], list[float]] = {}   # [st, nt, rn, rsum, rsumsq]
-    control: dict[Any, list[int]] = {}
-    last_round: dict[Any, int] = {}
-    sens_records = []
-    latest = (-1, None)
-    for rec in records:
-        if isinstance(rec, (PairedEval, PairedReturns)):
-            if rec.objective != objective:
-                continue
-            key = (_check_candidate(rec, index, roles), rec.policy)
-            cell = cells.setdefault(key, [0.0, 0.0, 0.0, 0.0, 0.0])
-            if isinstance(rec, PairedEval):
-                cell[0] += rec.successes_treated
-                cell[1] += rec.episodes_treated
-                ctl = control.setdefault(rec.policy, [0, 0])
-                ctl[0] += rec.successes_control
-                ctl[1] += rec.episodes_control
-            else:
-                d = np.subtract(rec.returns_treated, rec.returns_control)
-                cell[2] += d.size
-                cell[3] += float(d.sum())
-                cell[4] += float(d @ d)
-        elif isinstance(rec, DeploymentEval):
-            ctl = control.setdefault(rec.policy, [0, 0])
-            ctl[0] += rec.successes
-            ctl[1] += rec.episodes
-        elif isinstance(rec, SensitivityTrial):
-            sens_records.append(rec)
-            continue
-        else:
-            continue
-        last_round[rec.policy] = max(last_round.get(rec.policy, -1), rec.round)
-        if rec.round >= latest[0]:
-            latest = (rec.round, rec.policy)
-
-    # --- policies (index 0 = current) ------------------------------------------------------
-    current = latest[1] if current_policy is None else current_policy
     if current_policy is not None and not isinstance(current_policy, str):
         raise InputError("current_policy", current_policy, "a policy label or None")
-    now = max(last_round.values(), default=0)
-    others = sorted((p for p in last_round if p != current), key=lambda p: (-last_round[p], str(p)))
-    policies = (current, *others)
+    current = tally.latest_policy if current_policy is None else current_policy
+    policies, age, ctl = _policy_axis(tally, current)
     pindex = {p: i for i, p in enumerate(policies)}
-    P = _bucket(len(policies))
-    age = np.ones(P)
-    age[0] = 0.0
-    for p, i in pindex.items():
-        if i:
-            age[i] = max(1.0, now - last_round[p])
-    ctl = np.zeros((2, P))
-    for p, (s, n) in control.items():
-        ctl[:, pindex[p]] = s, n
 
-    # --- methods, groups, dose ----------------------------------------------------------------
-    methods = tuple(dict.fromkeys(c.method or NO_METHOD for c in adapt))
-    hindex = {h: i for i, h in enumerate(methods)}
+    # methods, groups (method × lens) and dose (batch relative to the method's median)
+    method_names = tuple(dict.fromkeys(c.method or NO_METHOD for c in adapt))
+    hindex = {h: i for i, h in enumerate(method_names)}
     groups = tuple(dict.fromkeys((c.method or NO_METHOD, c.lens) for c in adapt))
     gindex = {g: i for i, g in enumerate(groups)}
     ref = {}
-    for h in methods:
+    for h in method_names:
         batches = [c.batch for c in adapt if (c.method or NO_METHOD) == h and c.batch is not None]
         ref[h] = statistics.median(batches) if batches else 1.0
     dose = np.array([1.0 if c.batch is None else c.batch / ref[c.method or NO_METHOD] for c in adapt])
+    method_of = [hindex[c.method or NO_METHOD] for c in adapt]
+    order_diff = _order_effects(lineage, policies, names, method_of, len(method_names), len(age))
 
-    # --- lineage / order effects ------------------------------------------------------------
-    L = np.zeros((P, len(methods)))
-    if lineage is not None:
-        if not isinstance(lineage, Mapping):
-            raise InputError("lineage", lineage, "a mapping policy -> list of adaptation names")
-        for p, applied in lineage.items():
-            if isinstance(applied, str) or not isinstance(applied, Iterable):
-                raise InputError(f"lineage[{p!r}]", applied, "a list of adaptation candidate names")
-            for name in applied:
-                if name not in index:
-                    raise InputError(f"lineage[{p!r}]", name, f"an adaptation candidate among {list(names)}")
-                if p in pindex:
-                    L[pindex[p], hindex[adapt[index[name]].method or NO_METHOD]] += 1.0
-    order_diff = L - L[0]
-    order_diff[len(policies):] = 0.0
-
-    # --- cells -------------------------------------------------------------------------------
-    keys = sorted(cells, key=lambda k: (k[0], pindex[k[1]]))
-    Q = _bucket(len(keys), 8)
-    cc = np.zeros(Q, np.int32)
-    cp = np.zeros(Q, np.int32)
-    stats = np.zeros((5, Q))
+    # cells, padded to a bucket Q
+    keys = sorted(tally.cells, key=lambda k: (k[0], pindex[k[1]]))
+    num_cells = _bucket(len(keys), 8)
+    cc = np.zeros(num_cells, np.int32)
+    cp = np.zeros(num_cells, np.int32)
+    stats = np.zeros((5, num_cells))
     for j, k in enumerate(keys):
         cc[j], cp[j] = k[0], pindex[k[1]]
-        stats[:, j] = cells[k]
+        stats[:, j] = tally.cells[k].as_column()
     rn = stats[2]
     rmean = np.where(rn > 0, stats[3] / np.maximum(rn, 1), 0.0)
     rss = np.maximum(stats[4] - rn * rmean**2, 0.0)
-    has_order = bool(np.any(order_diff[cp[: len(keys)]] != 0))
 
-    # --- sensitivity -------------------------------------------------------------------------
     notes = []
-    sens, block, stype, sstatic, directions = None, None, None, (), ()
-    if sens_records and use_sensitivity:
-        impl = sensitivity_impl()
-        if impl is None:
-            notes.append(f"{len(sens_records)} sensitivity trials ignored (no sensitivity model)")
-        else:
-            prepare_sensitivity, block = impl
-            sdata = prepare_sensitivity(sens_records)
-            directions = tuple(sdata.directions)
-            sens, stype, sstatic = _split_sensitivity(sdata)
+    sens, block, stype, sstatic, directions = _sensitivity(tally.sensitivity, use_sensitivity, notes)
     dindex = {k: i for i, k in enumerate(directions)}
     target = np.array([dindex.get(c.targets, -1) for c in adapt], np.int32)
 
     est, info = evidence_information(stats, len(keys), cc, cp, ctl, age, prior, len(adapt))
     data = GainData(
         cand_group=jnp.asarray([gindex[(c.method or NO_METHOD, c.lens)] for c in adapt], jnp.int32),
-        cand_method=jnp.asarray([hindex[c.method or NO_METHOD] for c in adapt], jnp.int32),
+        cand_method=jnp.asarray(method_of, jnp.int32),
         cand_dose=jnp.asarray(dose, jnp.float32),
         cand_target=jnp.asarray(target),
         group_method=jnp.asarray([hindex[g[0]] for g in groups], jnp.int32),
@@ -325,12 +366,12 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
         cand_info=jnp.asarray(info, jnp.float32),
     )
     spec = GainSpec(
-        num_candidates=len(adapt), num_groups=len(groups), num_methods=len(methods),
-        num_policies=P, num_cells=Q, num_directions=len(directions),
+        num_candidates=len(adapt), num_groups=len(groups), num_methods=len(method_names),
+        num_policies=len(age), num_cells=num_cells, num_directions=len(directions),
         has_batch=any(c.batch is not None for c in adapt),
         has_targets=bool(np.any(target >= 0)),
         has_drift=bool(np.any(cp[: len(keys)] != 0)),
-        has_order=has_order, has_returns=bool(np.any(rn > 0)), prior=prior,
+        has_order=bool(np.any(order_diff[cp[: len(keys)]] != 0)), has_returns=bool(np.any(rn > 0)), prior=prior,
         sensitivity_block=block, sensitivity_type=stype, sensitivity_static=sstatic,
     )
     n = len(keys)
