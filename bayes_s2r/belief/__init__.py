@@ -1,7 +1,7 @@
 """Belief state q_t: posteriors over gains, sensitivities and risks, and outcome models."""
 
 from bayes_s2r.belief.data import prepare_gains
-from bayes_s2r.belief.fit import fit_gains
+from bayes_s2r.belief.fit import NUTS, SVI, FitConfig, fit_gains
 from bayes_s2r.belief.outcomes import (
     BinomialPairedOutcome,
     GaussianOutcome,
@@ -28,8 +28,11 @@ from bayes_s2r.belief.team_prior import GainPriorFit, fit_gain_prior
 from bayes_s2r.models.gains import GainPrior
 
 __all__ = [
+    "NUTS",
+    "SVI",
     "BinomialPairedOutcome",
     "DeploymentRisk",
+    "FitConfig",
     "GainBelief",
     "GainPrior",
     "GainPriorFit",
