@@ -15,8 +15,12 @@ reset with), its logged actions going through the latency buffer; the residuals 
 simulated observations (with the space's bias) against the logged ones, per channel scaled by
 the logged spread, while the episode was still running. Keep the horizon short on an unstable
 system (open-loop replay of a wrong model drifts). The fit, the jackknife-calibrated posterior
-and the latency profile are those of `bayes_s2r.sim.sysid` (one compiled residual-and-
-Jacobian function per task, space and data shape; forward-mode Jacobians).
+and the latency profile are those of `bayes_s2r.sim.sysid`.
+
+Jacobians: central differences (step `STEP` in θ), the 2P + 1 replays batched through one
+compiled forward replay per task, space and data shape. A lab's simulator need only run, not
+be differentiable (contacts, lookups in a `SysFn`), and the compile is the forward replay's:
+on Brax's MJX hopper it took 42 s against 70 s for forward-mode Jacobians (2-core CPU).
 """
 
 from __future__ import annotations
@@ -143,9 +147,14 @@ def _replay(task: Task, space: ParamSpace, values, key, actions):
     return seen
 
 
+#: Step of the central differences in θ (a 1% change of a scale; 0.01 unit of an offset).
+STEP = 1e-2
+
+
 @functools.partial(jax.jit, static_argnames=("task", "space", "idx", "coords"))
 def _residuals(theta, latency, nominal, keys, actions, obs, mask, scale, task, space, idx, coords):
-    """Per-episode scaled residuals [K, T·n] and their Jacobian in θ [K, T·n, P]."""
+    """Per-episode scaled residuals [K, T·n] and their Jacobian in θ [K, T·n, P] by central
+    differences: the 2P + 1 replays run as one batch of the forward replay."""
     log = jnp.array([c.log for c in coords])
     nom = jnp.array([c.nominal for c in coords], jnp.float32)
     unit = jnp.array([c.unit for c in coords], jnp.float32)
@@ -157,11 +166,12 @@ def _residuals(theta, latency, nominal, keys, actions, obs, mask, scale, task, s
         if lat_col:
             values = values.at[lat_col[0]].set(latency)
         sim = jax.vmap(lambda k, a: _replay(task, space, values, k, a))(keys, actions)
-        r = jnp.where(mask[..., None] > 0, (sim - obs) / scale, 0.0).reshape(obs.shape[0], -1)
-        return r, r
+        return jnp.where(mask[..., None] > 0, (sim - obs) / scale, 0.0).reshape(obs.shape[0], -1)
 
-    jac, r = jax.jacfwd(resid, has_aux=True)(theta)
-    return r, jac
+    p = theta.shape[0]
+    shifts = STEP * jnp.concatenate([jnp.zeros((1, p)), jnp.eye(p), -jnp.eye(p)])
+    rs = jax.vmap(resid)(theta[None] + shifts)  # [2P + 1, K, T·n]
+    return rs[0], jnp.moveaxis((rs[1:p + 1] - rs[p + 1:]) / (2 * STEP), 0, -1)
 
 
 def identify_task(key: jax.Array, task: Task, data: TaskData, policy, config: SIConfig | None = None, *,
@@ -209,11 +219,11 @@ def identify_task(key: jax.Array, task: Task, data: TaskData, policy, config: SI
     center = np.zeros(len(coords))
     theta0 = center + config.init_sd * np.asarray(jax.random.normal(k_start, (len(coords),)), np.float64)
     arrays = tuple(jnp.asarray(x) for x in (obs, mask, scale))
-    passes = 0  # replays of the whole data set (a Jacobian evaluation counts as 1 + P)
+    passes = 0  # replays of the whole data set (a Jacobian evaluation counts as 2P + 1)
 
     def fn(theta, latency):
         nonlocal passes
-        passes += 1 + len(coords)
+        passes += 1 + 2 * len(coords)
         return _residuals(jnp.asarray(theta, jnp.float32), jnp.float32(latency), nominal, keys,
                           jnp.asarray(action), *arrays, task, space, idx, coords)
 
