@@ -54,8 +54,11 @@ keeps SI available, G0(s^∅) ≈ U0(si); after SI nothing is left to gain) and 
 every other candidate's Q is lower (running it first leaves SI's value for later but pays
 for itself now), and the stop scores −G0(s^∅).
 
-    python benchmarks/bench_regime.py                    # smoke size
-    python benchmarks/bench_regime.py --worlds 6 --out benchmarks/results/regime.json
+    python benchmarks/bench_regime.py                    # 2 worlds, a few minutes on 2 cores
+    python benchmarks/bench_regime.py --worlds 10 --out benchmarks/results/regime.json
+    python benchmarks/bench_regime.py --worlds 10 --si-episodes 2 --out benchmarks/results/regime_si2.json
+    python benchmarks/bench_regime.py --worlds 10 --dr-iterations 32 --dr-episodes 32 \
+        --out benchmarks/results/regime_dr_x4.json
 """
 
 from __future__ import annotations

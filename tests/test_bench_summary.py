@@ -161,7 +161,10 @@ def test_the_regime_section_shows_each_arm_and_the_rule_s_choices(tmp_path):
                         "si_minus_dr_wide": {"mean": 0.85, "ci95": [0.7, 1.0]}, "choices": {"si": 9, "dr_wide": 1},
                         "si_chosen_share": 0.9, "chosen_J_mean": 0.9, "best_of_si_dr_J_mean": 0.95,
                         "si_protocol_unsafe": [2, 660], "regime_reproduced": True},
-            "results": [{"arms": {"dr_wide": {"J_sim_on_dr_range": v}}} for v in (0.7, 0.8)]}
+            "results": [{"arms": {"nominal": {"J": 0.0}, "si": {"J": si}, "dr_wide": {"J": dr, "J_sim_on_dr_range": v}},
+                         "decision": {"best": best, "table": {"si": {"feasible": best is not None}}}}
+                        for si, dr, v, best in ((1.0, 0.2, 0.7, "si"), (1.0, 0.98, 0.8, "dr_wide"),
+                                                (0.9, 0.1, 0.75, None))]}
     (tmp_path / "regime.json").write_text(json.dumps(data))
     text = summarize.summarize(tmp_path)
     assert summarize.COMMANDS["regime"] in text
@@ -170,4 +173,14 @@ def test_the_regime_section_shows_each_arm_and_the_rule_s_choices(tmp_path):
     assert "chose, per world: si 9, dr_wide 1 (SI in 90% of the worlds)" in text
     assert "averages 0.900 against 0.950" in text and "unsafe in 2 of 660 short episodes" in text
     assert "the wide-DR policy succeeds in 75% of the episodes" in text
-    assert "Regime reproduced" in text
+    assert "within 0.05 of the better of SI and wide DR in 2 of 3 worlds" in text  # the stop keeps J 0
+    assert "In 1 stop(s) the safety gate had closed SI" in text
+    assert "Regime reproduced" in text and "With 2 SI episodes" not in text  # a variant not run is not shown
+    variant = json.loads(json.dumps(data))
+    variant["summary"]["arms"]["dr_wide"] = arm(0.5, 0.5)
+    variant["summary"]["si_minus_dr_wide"] = {"mean": 0.45, "ci95": [-0.1, 1.0]}
+    (tmp_path / "regime_dr_x4.json").write_text(json.dumps(variant))
+    text = summarize.summarize(tmp_path)
+    assert (f"With 4× the DR training (32 generations of 32 episodes per candidate) (`{summarize.COMMANDS['regime_dr_x4']}`)"
+            ": SI 0.950 (95% of the gap), wide DR 0.500 (50%), SI minus wide DR +0.450 [-0.100, +1.000]; the rule "
+            "chose si 9, dr_wide 1, an arm within 0.05 of the better of SI and wide DR in 2 of 3 worlds.") in text
