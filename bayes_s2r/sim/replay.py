@@ -27,17 +27,11 @@ def with_scales(base: Params, log_scales, latency) -> Params:
 
 
 def _setup_differentiable(env: str, params: Params, q0, qd0):
-    """`rollout._setup` with the mass scale applied by a mask multiply: `apply_params` scales
-    several links (the reacher's two) by a scatter-multiply, which JAX cannot differentiate."""
+    """`rollout._setup` from a given state (differentiable in ξ: `apply_params` scales by a mask)."""
     from brax.generalized import pipeline
 
     spec = ENVS[env]
-    sys = apply_params(_base_system(env), params._replace(mass_scale=1.0), spec["n_frames"], spec["pole_link"])
-    links = np.zeros(sys.link.inertia.mass.shape[0], bool)
-    links[np.asarray(spec["pole_link"])] = True
-    factor = jnp.where(links, params.mass_scale, 1.0)
-    sys = sys.tree_replace({"link.inertia.mass": sys.link.inertia.mass * factor,
-                            "link.inertia.i": sys.link.inertia.i * factor[:, None, None]})
+    sys = apply_params(_base_system(env), params, spec["n_frames"], spec["pole_link"])
     latency = jnp.clip(jnp.round(params.latency), 0, MAX_LATENCY).astype(jnp.int32)
     return spec, sys, latency, pipeline.init(sys, q0, qd0)
 

@@ -133,13 +133,13 @@ def apply_params(sys, params: Params, n_frames: int, pole_link: int):
     the physics time step to control_period / n_frames.
     """
     inertia = sys.link.inertia
-    if not isinstance(pole_link, int):
-        pole_link = jnp.asarray(pole_link, jnp.int32)
-    mass = inertia.mass.at[pole_link].multiply(params.mass_scale)
-    inert = inertia.i.at[pole_link].multiply(params.mass_scale)
+    # a mask, not `.at[links].multiply`: JAX has no gradient of a scatter-multiply with
+    # several indices, and identification differentiates through the scale
+    scaled = jnp.isin(jnp.arange(inertia.mass.shape[0]), jnp.asarray(pole_link, jnp.int32))
+    scale = jnp.where(scaled, params.mass_scale, 1.0)
     return sys.tree_replace({
-        "link.inertia.mass": mass,
-        "link.inertia.i": inert,
+        "link.inertia.mass": inertia.mass * scale,
+        "link.inertia.i": inertia.i * scale[:, None, None],
         "dof.damping": sys.dof.damping * params.damping_scale,
         "actuator.gear": sys.actuator.gear * params.gear_scale,
         "opt.timestep": jnp.asarray(params.control_period, jnp.float32) / n_frames,

@@ -119,3 +119,13 @@ def test_bad_input_names_the_field(sim, reacher, pd):
         sim.Protocol(speed_limit=-1.0)
     with pytest.raises(InputError, match="protocol.reach_tolerance"):
         sim.Protocol(reach_tolerance=float("nan"))
+
+
+def test_apply_params_is_differentiable_in_the_mass_scale(sim, reacher):
+    """Identification differentiates through ξ; the reacher scales two links at once."""
+    def total_mass(scale):
+        p = sim.nominal_params()._replace(mass_scale=scale)
+        return sim.apply_params(reacher.sys, p, reacher.n_frames, reacher.pole_link).link.inertia.mass.sum()
+
+    base = reacher.sys.link.inertia.mass
+    assert float(jax.grad(total_mass)(1.5)) == pytest.approx(float(base[0] + base[1]), rel=1e-6)
