@@ -78,6 +78,9 @@ class SIConfig(NamedTuple):
             sim's ξ (0.5: a factor of 1.65 either way at one sd). It keeps a parameter the data
             barely inform (the reacher's link mass, next to its motors' armature) at a
             sensible value with the prior's spread.
+        replay: on a `sim.Task`: "closed" (the policy re-run on the simulated, noise-free
+            observations, through the task's own compiled episodes) or "open" (the logged
+            actions replayed). A world always replays closed-loop segments.
     """
 
     method: str = "gradient"
@@ -90,6 +93,7 @@ class SIConfig(NamedTuple):
     segment: int = 25
     refits: int = 2
     prior_sd: float = 0.5
+    replay: str = "closed"
 
 
 class Coord(NamedTuple):
@@ -236,6 +240,8 @@ def _check_config(config: SIConfig) -> SIConfig:
     require_int("si.segment", config.segment, 2)
     require_int("si.refits", config.refits, 1)
     require_positive("si.prior_sd", config.prior_sd)
+    if config.replay not in ("closed", "open"):
+        raise InputError("si.replay", config.replay, "'closed' or 'open'")
     return config
 
 
@@ -464,6 +470,8 @@ def identify(key: jax.Array, world, data, policy, config: SIConfig | None = None
         if v is not None:
             raise InputError(name, v, "None on a World (its fitted parameters are FITTED and the latency)")
     config = _check_config(config or SIConfig())
+    if config.replay != "closed":
+        raise InputError("si.replay", config.replay, "'closed' on a World (it replays closed-loop segments)")
     start = time.perf_counter()
     segs, scale = _prepare(data, world, config.segment)
     _broadcast_policy(policy, 1, world.act_size, world.obs_size)  # a policy of this world, or InputError

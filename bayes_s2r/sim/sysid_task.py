@@ -10,17 +10,20 @@ variance absorbs it. A scale `ModelField` is fitted on its log (prior: normal wi
 / |unit| (prior: normal with sd `prior_sd` around the nominal, in units).
 
 Replay: a task's state cannot be rebuilt from an observation, so every logged episode is
-replayed whole and open loop from its own reset (`TaskData.keys`, the keys the episodes were
-reset with), its logged actions going through the latency buffer; the residuals are the
-simulated observations (with the space's bias) against the logged ones, per channel scaled by
-the logged spread, while the episode was still running. Keep the horizon short on an unstable
-system (open-loop replay of a wrong model drifts). The fit, the jackknife-calibrated posterior
-and the latency profile are those of `bayes_s2r.sim.sysid`.
+replayed whole from its own reset (`TaskData.keys`, the keys the episodes were run with).
+`SIConfig.replay="closed"` (default) re-runs the policy on the simulated observations without
+sensor noise, as the world's replay does, through the task's own compiled episodes
+(`simulate_task`), so identification compiles nothing new and stays bounded on an unstable
+system; "open" replays the logged actions through the latency buffer (exactly the actions the
+robot took; keep the horizon short on an unstable system, where a wrong model drifts). The
+residuals are the simulated observations (with the space's bias) against the logged ones, per
+channel scaled by the logged spread, while the episode was still running. The fit, the
+jackknife-calibrated posterior and the latency profile are those of `bayes_s2r.sim.sysid`.
 
-Jacobians: central differences (step `STEP` in θ), the 2P + 1 replays batched through one
-compiled forward replay per task, space and data shape. A lab's simulator need only run, not
-be differentiable (contacts, lookups in a `SysFn`), and the compile is the forward replay's:
-on Brax's MJX hopper it took 42 s against 70 s for forward-mode Jacobians (2-core CPU).
+Jacobians: central differences (step `STEP` in θ), the 2P + 1 replays run as one batch. A
+lab's simulator need only run, not be differentiable (contacts, lookups in a `SysFn`); the
+open-loop replay compiles one forward replay (on Brax's MJX hopper 42 s, against 70 s for
+forward-mode Jacobians, on a 2-core CPU).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from bayes_s2r.sim.sysid import (
     _fit_posterior,
     _latency_moments,
 )
-from bayes_s2r.sim.task import Task, _model
+from bayes_s2r.sim.task import Task, _model, simulate_task
 
 __all__ = ["TaskData", "identify_task"]
 
@@ -185,7 +188,7 @@ def identify_task(key: jax.Array, task: Task, data: TaskData, policy, config: SI
             populations. The same key gives the same answer.
         task: the `sim.Task` (its model is the prior's centre: every direction at nominal).
         data: `TaskData` of at least 2 episodes.
-        policy: the policy that ran them (checked; the replay applies the logged actions).
+        policy: the policy that ran them (re-run by the closed-loop replay).
         config: `SIConfig` (`segment` does not apply: episodes are replayed whole).
         space: the `ParamSpace` whose directions are fitted.
         fit: names of the directions fitted (default: every ModelField, SysFn and ObsBias).
@@ -221,9 +224,26 @@ def identify_task(key: jax.Array, task: Task, data: TaskData, policy, config: SI
     arrays = tuple(jnp.asarray(x) for x in (obs, mask, scale))
     passes = 0  # replays of the whole data set (a Jacobian evaluation counts as 2P + 1)
 
+    lat_col = [i for i, d in enumerate(space.directions) if isinstance(d, Latency)]
+
+    def closed(theta, latency):
+        p, k = len(coords), obs.shape[0]
+        th = theta[None] + STEP * np.concatenate([np.zeros((1, p)), np.eye(p), -np.eye(p)])
+        vals = np.repeat(np.asarray(nominal, np.float64)[None], len(th), 0)
+        for j, c in enumerate(coords):
+            vals[:, idx[j]] = np.exp(th[:, j]) if c.log else c.nominal + c.unit * th[:, j]
+        vals[:, lat_col] = latency
+        _, ep = simulate_task(None, task, policy, np.repeat(vals, k, 0), space=space,
+                              keys=jnp.concatenate([keys] * len(th)), record=True)
+        sim = np.asarray(ep.seen, np.float64).reshape((len(th),) + obs.shape)
+        r = np.where(mask[None, ..., None] > 0, (sim - obs[None]) / scale, 0.0).reshape(len(th), k, -1)
+        return r[0], np.moveaxis((r[1:p + 1] - r[p + 1:]) / (2 * STEP), 0, -1)
+
     def fn(theta, latency):
         nonlocal passes
         passes += 1 + 2 * len(coords)
+        if config.replay == "closed":
+            return closed(np.asarray(theta, np.float64), float(latency))
         return _residuals(jnp.asarray(theta, jnp.float32), jnp.float32(latency), nominal, keys,
                           jnp.asarray(action), *arrays, task, space, idx, coords)
 

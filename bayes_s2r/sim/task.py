@@ -251,11 +251,12 @@ def episode_fn(task: Task, policy, space: ParamSpace | None = None) -> Callable:
     return functools.partial(_episode, task, space_of(space), pol.apply, pol.keyed)
 
 
-@functools.partial(jax.jit, static_argnames=("task", "space", "apply", "keyed", "record"))
-def _chunk_fn(task, space, apply, keyed, params, values, keys, record):
+@functools.partial(jax.jit, static_argnames=("task", "space", "apply", "keyed"))
+def _chunk_fn(task, space, apply, keyed, params, values, keys):
+    # the episodes are always returned (the scan builds them anyway), so recording them, e.g.
+    # to log data for identification, reuses the compiled chunk
     run = lambda v, k: _episode(task, space, apply, keyed, params, v, k)
-    stats, ep = jax.vmap(run)(values, keys)
-    return (stats, ep) if record else (stats, None)
+    return jax.vmap(run)(values, keys)
 
 
 def simulate_task(key: jax.Array, task: Task, policy, values=None, *, space: ParamSpace | None = None,
@@ -299,8 +300,7 @@ def simulate_task(key: jax.Array, task: Task, policy, values=None, *, space: Par
         keys = jnp.concatenate([keys, jnp.repeat(keys[-1:], pad, axis=0)])
     outs = []
     for i in range(0, n + pad, c):
-        stats, ep = _chunk_fn(task, space, pol.apply, pol.keyed, pol.params, values[i:i + c], keys[i:i + c],
-                              bool(record))
+        stats, ep = _chunk_fn(task, space, pol.apply, pol.keyed, pol.params, values[i:i + c], keys[i:i + c])
         outs.append((stats, ep) if record else stats)
     joined = jax.tree.map(lambda *xs: jnp.concatenate(xs)[:n], *outs)
     return joined

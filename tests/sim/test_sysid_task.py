@@ -1,6 +1,6 @@
 """System identification on a lab's own `sim.Task`: two hidden parameters and the latency are
-recovered from noisy logged episodes, the posterior feeds DR rollouts of the same space, the
-same key gives the same answer, and bad input names its field.
+recovered from noisy logged episodes (closed-loop replay; open-loop too), the posterior feeds DR
+rollouts of the same space, the same key gives the same answer, and bad input names its field.
 
 The task is a small Brax `Env` written here (two damped masses on springs, each pushed by a
 motor): it compiles in a second, where a physics pipeline takes a minute on a busy CPU. The
@@ -92,9 +92,14 @@ def test_same_key_same_answer(sim, setup, fit):
     task, space, policy, data = setup
     again = sim.identify(jax.random.key(0), task, data, policy, sim.SIConfig(iterations=20), space=space)
     assert again.mean == fit.mean and np.array_equal(again.cov_log, fit.cov_log)
-    other = sim.identify(jax.random.key(1), task, data, policy, sim.SIConfig(iterations=20), space=space,
-                         fit=["gear"])
-    assert not np.array_equal(other.start, fit.start[:1]) and set(other.interval()) == {"gear"}
+    # another key, two directions (the stiffness is right at nominal), the logged actions
+    # replayed open loop
+    other = sim.identify(jax.random.key(1), task, data, policy, sim.SIConfig(iterations=20, replay="open"),
+                         space=space, fit=["gear", "mass"])
+    assert not np.array_equal(other.start, fit.start[:2]) and list(other.interval()) == ["gear", "mass"]
+    box = other.interval(0.99)
+    assert box["gear"][0] <= 0.8 <= box["gear"][1] and box["mass"][0] <= 1.3 <= box["mass"][1]
+    assert other.mean["latency"] == 1.0 and other.params[2] == 1.0
 
 
 def test_bad_input_names_the_field(sim, setup, world, nominal):
@@ -107,6 +112,7 @@ def test_bad_input_names_the_field(sim, setup, world, nominal):
         ("fit", {"fit": ["latency"]}),
         ("fit", {"fit": ["wheel"]}),
         ("space", {"space": None}),
+        ("si.replay", {"config": sim.SIConfig(replay="backwards")}),
     ]
     for field, change in cases:
         args = {"data": data, "space": space} | change
@@ -116,3 +122,6 @@ def test_bad_input_names_the_field(sim, setup, world, nominal):
     with pytest.raises(InputError) as err:
         sim.identify(jax.random.key(0), world, data, nominal, space=space)
     assert err.value.field == "space"
+    with pytest.raises(InputError) as err:
+        sim.identify(jax.random.key(0), world, data, nominal, sim.SIConfig(replay="open"))
+    assert err.value.field == "si.replay"
