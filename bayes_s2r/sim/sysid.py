@@ -5,7 +5,8 @@ Fitted: the log-scales of link mass, joint damping and actuator gear (continuous
 Levenberg–Marquardt fit on exact forward-mode Jacobians through the differentiable
 `generalized` pipeline) and the action latency (discrete: the most likely latencies at the
 start are each fitted, the rest scored at the best fit). It runs on every environment of
-`ENVS` (cart-pole and reacher).
+`ENVS` (cart-pole and reacher). A lab's own `sim.Task` is identified by
+`bayes_s2r.sim.sysid_task` with the same fit and posterior (`_fit_posterior`).
 
 Replay in segments (`bayes_s2r.sim.replay`): every logged episode is cut into segments of
 `SIConfig.segment` steps; each is re-simulated in closed loop (same policy, same known
@@ -439,8 +440,8 @@ def identify(key: jax.Array, world, data, policy, config: SIConfig | None = None
 
     On a built-in `World`: mass, damping and gear scales and the latency, from
     `RealTrajectories` replayed in closed-loop segments. On a lab's own `sim.Task`: the
-    continuous directions of `space` (and its latency), from `TaskData` replayed open loop
-    (see `bayes_s2r.sim.sysid_task.identify_task`, which this calls).
+    continuous directions of `space` (and its latency), from `TaskData`, each episode replayed
+    whole from its reset (see `bayes_s2r.sim.sysid_task.identify_task`, which this calls).
 
     Args:
         key: PRNG key: draws the fit's starting point (`SIConfig.init_sd`) and the CEM
