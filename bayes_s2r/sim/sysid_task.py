@@ -38,8 +38,7 @@ import numpy as np
 
 from bayes_s2r.errors import InputError
 from bayes_s2r.sim.policy import as_policy
-from bayes_s2r.sim.space import Latency, ModelField, ObsBias, ObsNoise, ParamSpace, SysFn
-from bayes_s2r.sim.sysid import (
+from bayes_s2r.sim.si_fit import (
     Coord,
     SIConfig,
     SIResult,
@@ -47,6 +46,7 @@ from bayes_s2r.sim.sysid import (
     _fit_posterior,
     _latency_moments,
 )
+from bayes_s2r.sim.space import Latency, ModelField, ObsBias, ObsNoise, ParamSpace, SysFn
 from bayes_s2r.sim.task import Task, _model, simulate_task
 
 __all__ = ["TaskData", "identify_task"]
@@ -198,10 +198,11 @@ def identify_task(key: jax.Array, task: Task, data: TaskData, policy, config: SI
         of `space` around the posterior, for `rollout_dr`), `.params` (the identified value
         vector, for `simulate_task` or `space.point`).
 
-    Example:
-        >>> # keys = jax.random.split(k, 8)
-        >>> # _, eps = sim.simulate_task(None, task, policy, real_values, space=space, keys=keys, record=True)
-        >>> # si = sim.identify(key, task, sim.TaskData.from_episodes(eps, keys), policy, space=space)
+    Usage (run in `notebooks/hopper.ipynb` and `tests/sim/test_sysid_task.py`)::
+
+        keys = jax.random.split(k, 8)
+        _, eps = sim.simulate_task(None, task, policy, real_values, space=space, keys=keys, record=True)
+        si = sim.identify(key, task, sim.TaskData.from_episodes(eps, keys), policy, space=space)
     """
     if not isinstance(task, Task):
         raise InputError("task", task, "a sim.Task (Task.from_brax(env, ...))")
