@@ -95,14 +95,16 @@ def _prepare(data: RealTrajectories, world: World, segment: int):
     return segs, scale
 
 
-def identify(key: jax.Array, world, data, policy, config: SIConfig | None = None, *,
-             space=None, fit=None) -> SIResult:
+def identify(key: jax.Array, world, *args, config: SIConfig | None = None, space=None, fit=None) -> SIResult:
     """Identify a simulator's parameters from logged real episodes.
 
     On a built-in `World`: mass, damping and gear scales and the latency, from
     `RealTrajectories` replayed in closed-loop segments. On a lab's own `sim.Task`: the
     continuous directions of `space` (and its latency), from `TaskData`, each episode replayed
     whole from its reset (see `bayes_s2r.sim.sysid_task.identify_task`, which this calls).
+
+    Called as `identify(key, world, data, policy[, config])`, or on a task also as
+    `identify(key, task, space, data, policy[, config])` (DESIGN's order).
 
     Args:
         key: PRNG key: draws the fit's starting point (`SIConfig.init_sd`) and the CEM
@@ -113,15 +115,25 @@ def identify(key: jax.Array, world, data, policy, config: SIConfig | None = None
             world, `TaskData` for a task; at least 2 episodes.
         policy: the policy that generated `data` (replayed in closed loop on a world).
         config: `SIConfig`.
-        space: the task's `ParamSpace` (a task only).
+        space: the task's `ParamSpace` (a task only; by keyword, or third).
         fit: names of the directions fitted (a task only; default: every model direction).
 
     Returns:
         `SIResult`; `.interval(0.9)` gives calibrated intervals, `.to_dr()` a DR distribution
         around the posterior, `.record(candidate, trajectories)` the `SystemIdRecord`.
     """
+    from bayes_s2r.sim.space import ParamSpace
     from bayes_s2r.sim.task import Task
 
+    if isinstance(world, Task) and args and isinstance(args[0], ParamSpace):
+        if space is not None:
+            raise InputError("space", space, "the ParamSpace given once (it is also the third argument)")
+        space, args = args[0], args[1:]
+    if len(args) not in (2, 3) or (len(args) == 3 and config is not None):
+        raise InputError("identify", f"{len(args)} arguments after the world",
+                         "data, policy and at most one config: identify(key, world, data, policy[, config])")
+    data, policy = args[:2]
+    config = args[2] if len(args) == 3 else config
     if isinstance(world, Task):
         from bayes_s2r.sim.sysid_task import identify_task
 

@@ -92,6 +92,11 @@ def test_same_key_same_answer(sim, setup, fit):
     task, space, policy, data = setup
     again = sim.identify(jax.random.key(0), task, data, policy, sim.SIConfig(iterations=20), space=space)
     assert again.mean == fit.mean and np.array_equal(again.cov_log, fit.cov_log)
+    # DESIGN's argument order, identify(key, task, space, data, policy), is the same call
+    design = sim.identify(jax.random.key(0), task, space, data, policy, sim.SIConfig(iterations=20))
+    assert design.mean == fit.mean
+    with pytest.raises(InputError, match="identify"):
+        sim.identify(jax.random.key(0), task, space, data, policy, sim.SIConfig(), config=sim.SIConfig())
     # another key, two directions (the stiffness is right at nominal), the logged actions
     # replayed open loop
     other = sim.identify(jax.random.key(1), task, data, policy, sim.SIConfig(iterations=20, replay="open"),
