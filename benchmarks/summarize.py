@@ -61,6 +61,8 @@ COMMANDS = {
     "cli_decide": "python benchmarks/bench_cli_decide.py --out benchmarks/results/cli_decide.json",
     "locomotion_gpu": ("python benchmarks/bench_locomotion.py --task ant --batches 4096,32768,131072 --steps 100 "
                        "--repeats 3 --native-batch 512 --native-threads 2 --out benchmarks/results/locomotion_gpu.json"),
+    "locomotion_cpu": ("python benchmarks/bench_locomotion.py --task ant --batches 256,1024 --steps 100 --repeats 3 "
+                       "--native-threads 2 --out benchmarks/results/locomotion_cpu.json"),
     "dp_ceiling": "python benchmarks/bench_dp_ceiling.py --problems 100 --per-problem --out benchmarks/results/dp_ceiling.json",
     "worlds": ("python benchmarks/bench_worlds.py --families all --worlds 120 --jobs 2 "
                "--out benchmarks/results/worlds.json"),
@@ -409,15 +411,19 @@ def rollouts(data: dict) -> list[str]:
     return out + [""]
 
 
-def locomotion(data: dict) -> list[str]:
-    out = _head("locomotion_gpu", "Locomotion rollouts on a GPU", data)
+def locomotion(data: dict, *, name: str = "locomotion_gpu", title: str = "Locomotion rollouts on a GPU") -> list[str]:
+    out = _head(name, title, data)
     if data.get("settings", {}).get("note"):
         out += [data["settings"]["note"] + ".", ""]
-    out += ["| row | environments | env-steps/s | compile (s) |", "|---|---|---|---|"]
+    out += ["| row | environments | env-steps/s | compile (s) | MJX / native |", "|---|---|---|---|---|"]
+    mjx = None
     for r in data["rows"]:
-        what = "MJX, per-environment DR, MLP policy" if r["row"] == "mjx_dr" else f"native mujoco.rollout, {r['threads']} threads"
+        native = r["row"] != "mjx_dr"
+        what = f"native mujoco.rollout, {r['threads']} threads" if native else "MJX, per-environment DR, MLP policy"
         compile_s = f"{r['compile_s']:.1f}" if "compile_s" in r else ""
-        out.append(f"| {what} | {r['batch']:,} | {r['env_steps_per_s']:,.0f} | {compile_s} |")
+        ratio = f"{mjx / r['env_steps_per_s']:.2f}×" if native and mjx else ""
+        mjx = None if native else r["env_steps_per_s"]
+        out.append(f"| {what} | {r['batch']:,} | {r['env_steps_per_s']:,.0f} | {compile_s} | {ratio} |")
     return out + [""]
 
 
@@ -665,6 +671,8 @@ SECTIONS = [
             lambda data, team, alloc: sbc(data, team=team, allocation=alloc)),
     Section(("rollouts",), rollouts),
     Section(("locomotion_gpu",), locomotion),
+    Section(("locomotion_cpu",), lambda data: locomotion(data, name="locomotion_cpu",
+                                                         title="Locomotion rollouts on a CPU, against native MuJoCo")),
     Section(("scaling",), scaling),
     Section(("cli_errors",), cli_errors),
     Section(("cli_decide",), cli_decide),
