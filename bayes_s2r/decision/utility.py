@@ -167,12 +167,9 @@ def shows_improvement(y, kind, a, b, xp=np):
 
 
 def positive_part(mean, sd, xp=np):
-    """E[max(X, 0)] for X ~ N(mean, sd²): mean·Φ(mean/sd) + sd·φ(mean/sd); max(mean, 0) at sd = 0."""
-    norm = normal(xp)
-    pos = sd > 0
-    safe = xp.where(pos, sd, 1.0)
-    z = mean / safe
-    return xp.where(pos, mean * norm.cdf(z) + safe * norm.pdf(z), xp.maximum(mean, 0.0))
+    """E[max(X, 0)] for X ~ N(mean, sd²): mean·Φ(mean/sd) + sd·φ(mean/sd); max(mean, 0) at sd = 0
+    (`adopt_moment` with a noiseless evaluation)."""
+    return adopt_moment(mean, sd, 0.0, xp)
 
 
 def adopt_moment(mean, sd, noise_sd, xp=np):

@@ -266,13 +266,13 @@ def _fit_posterior(key: jax.Array, fn, population_sse, theta0: np.ndarray, cente
     """Levenberg–Marquardt (or CEM) fit and jackknife posterior of any replay.
 
     The latency profile evaluates `fn` (one compiled function serves the whole gradient fit);
-    the CEM populations go through `population_sse`.
+    the CEM populations go through `population_sse`, or through `fn` too when it is None.
 
     Args:
         key: draws the CEM populations.
         fn: fn(θ [P], latency) -> (residuals [K, n], Jacobian [K, n, P]), one row per episode.
         population_sse: f(θs [M, P], latencies [M]) -> SSE of each pair, [M] (non-finite
-            residuals count as 1e3).
+            residuals count as 1e3); None: one `fn` call per pair.
         theta0: the start; center: the prior's centre (normal, sd `config.prior_sd`).
         lats: the latencies profiled; config: `SIConfig`; n_values: residuals that count.
     """
@@ -286,6 +286,8 @@ def _fit_posterior(key: jax.Array, fn, population_sse, theta0: np.ndarray, cente
             r = np.asarray(fn(t, lat)[0], np.float64)
             out.append(float((np.where(np.isfinite(r), r, 1e3) ** 2).sum()))
         return np.asarray(out)
+
+    population_sse = sse if population_sse is None else population_sse
 
     def fit_cem(key, theta, latency):
         mu, sd = np.asarray(theta, np.float64), np.full(dim, 0.3)

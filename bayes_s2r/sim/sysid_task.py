@@ -248,15 +248,8 @@ def identify_task(key: jax.Array, task: Task, data: TaskData, policy, config: SI
         return _residuals(jnp.asarray(theta, jnp.float32), jnp.float32(latency), nominal, keys,
                           jnp.asarray(action), *arrays, task, space, idx, coords)
 
-    def sse(thetas, latencies):  # CEM populations: one replay each (no population kernel here)
-        out = []
-        for t, lat in zip(np.asarray(thetas), latencies):
-            r = np.asarray(fn(t, lat)[0], np.float64)
-            out.append(float((np.where(np.isfinite(r), r, 1e3) ** 2).sum()))
-        return np.asarray(out)
-
     n_values = float(mask.sum()) * obs.shape[-1]
-    res = _fit_posterior(k_cem, fn, sse, theta0, center, lats, config, n_values)
+    res = _fit_posterior(k_cem, fn, None, theta0, center, lats, config, n_values)
     mean, sd = {}, {}
     for i, c in enumerate(coords):
         s = np.sqrt(max(res.cov[i, i], 0.0))
