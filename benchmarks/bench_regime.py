@@ -70,7 +70,6 @@ import time
 import common
 import jax
 import numpy as np
-from scipy import stats as sps
 
 #: Resource prices (J per robot-hour, compute-hour, engineering hour) and budget of
 #: benchmarks/bench_allocation.py.
@@ -80,10 +79,12 @@ ARMS = ("nominal", "si", "dr_wide", "oracle")
 
 
 def _clopper_pearson(hits: int, n: int, conf: float = 0.95) -> list[float]:
+    """Two-sided exact interval: each end is the library's one-sided bound at (1 − conf)/2
+    (the lower one on the failures)."""
+    from bayes_s2r.belief.risk import clopper_pearson_ucb
+
     a = (1 - conf) / 2
-    low = 0.0 if hits == 0 else float(sps.beta.ppf(a, hits, n - hits + 1))
-    high = 1.0 if hits == n else float(sps.beta.ppf(1 - a, hits + 1, n - hits))
-    return [round(low, 4), round(high, 4)]
+    return [round(1.0 - clopper_pearson_ucb(n - hits, n, a), 4), round(clopper_pearson_ucb(hits, n, a), 4)]
 
 
 def _eval_hours(episodes: int) -> float:
