@@ -410,11 +410,11 @@ def clairvoyant_value(p: GridProblem) -> float:
 BASELINES = ("index_prior", "index_posterior", "myopic")
 
 
-def ceiling(p: GridProblem) -> dict:
-    """The exact values of one problem: the DP, the exact baselines (Weitzman's index on the
-    prior's marginals, the index on the node posterior, one-step look-ahead), the `oracle_safe`
-    oracle and the clairvoyant optimum."""
-    return {"dp": dp_value(p),
+def ceiling(p: GridProblem, dp: float | None = None) -> dict:
+    """The exact values of one problem: the DP (`dp` when already computed), the exact
+    baselines (Weitzman's index on the prior's marginals, the index on the node posterior,
+    one-step look-ahead), the `oracle_safe` oracle and the clairvoyant optimum."""
+    return {"dp": dp_value(p) if dp is None else dp,
             "index_prior": policy_value(p, weitzman_rule(p)),
             "index_posterior": policy_value(p, posterior_index_rule),
             "myopic": policy_value(p, myopic_rule),
@@ -524,5 +524,5 @@ def evaluate(p: GridProblem, rules=RULES, *, num_draws: int = 4000, cvu_samples:
         out[r] = policy_value(p, lib.rule(r))
     out["decide_calls"] = lib.calls
     if with_ceiling:
-        out.update({k: v for k, v in ceiling(p).items() if k != "dp"})
+        out.update(ceiling(p, dp=out["dp"]))
     return out
