@@ -241,12 +241,16 @@ def importance_weights(moments: DrawMoments, coef_a, coef_b, shift):
     return jnp.exp(jnp.minimum(log_w, 60.0))
 
 
+def informative(arr: LookaheadArrays):
+    """[Mb] the candidate's outcome model measures a gain (Gaussian or paired binomial)."""
+    return (arr.kind == 1) | (arr.kind == 2)
+
+
 def gaussian_update(moments: DrawMoments, arr: LookaheadArrays, y):
     """Moment-matched update of every row's observation: condition N(mean, cov) on θ̂ ~ N(θ_obs, R)
     (`moment_observation`). Returns the gains' updated means and variances [Mb (observer), Mb]."""
     theta_hat, r = moment_observation(y, arr.kind, arr.a, arr.b)
-    informative = (arr.kind == 1) | (arr.kind == 2)
-    k_gain = jnp.where(informative[:, None], moments.obs_gain_cov / (moments.obs_var + r)[:, None], 0.0)
+    k_gain = jnp.where(informative(arr)[:, None], moments.obs_gain_cov / (moments.obs_var + r)[:, None], 0.0)
     return (moments.gain_mean + k_gain * (theta_hat - moments.obs_mean)[:, None],
             jnp.maximum(moments.gain_var - k_gain * moments.obs_gain_cov, 0.0))
 
@@ -254,7 +258,7 @@ def gaussian_update(moments: DrawMoments, arr: LookaheadArrays, y):
 def collapses(ess, arr: LookaheadArrays, collapse_ess):
     """Where the importance weights are too few to carry the update (an informative outcome
     with an effective sample size below `collapse_ess`)."""
-    return (ess < collapse_ess) & ((arr.kind == 1) | (arr.kind == 2))
+    return (ess < collapse_ess) & informative(arr)
 
 
 def moves(utility: Utility, arr: LookaheadArrays, y):
@@ -413,12 +417,12 @@ def _two_step(rng_key, arr: LookaheadArrays, second: SecondStepArrays, j_now, co
     grid = jnp.arange(inner_draws, dtype=jnp.float32)
     rows = jnp.arange(mb)
     observes_gain = second.obs_gain >= 0
-    informative = (arr.kind == 1) | (arr.kind == 2)
+    measures = informative(arr)
 
     def next_state_draws(m, w, moved, mean_g, var_g, offset):
         """The draws carrying s^{m,Y}: gains [inner_draws, Mb], observed [Mb, inner_draws], and J."""
         sw = w.sum()
-        collapsed = (sw**2 / (w * w).sum() < collapse_ess) & informative[m]
+        collapsed = (sw**2 / (w * w).sum() < collapse_ess) & measures[m]
         pick = jnp.minimum(jnp.searchsorted(jnp.cumsum(w) / sw, (offset + grid) / inner_draws), num_draws - 1)
         scale_g = jnp.where(moments.gain_var > 1e-12, jnp.sqrt(var_g / jnp.maximum(moments.gain_var, 1e-12)), 0.0)
         gains = jnp.where(collapsed, mean_g + moments.gain_dev[sub] * scale_g, arr.gains[pick])
