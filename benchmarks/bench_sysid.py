@@ -28,10 +28,10 @@ from scipy import stats as sps
 TASKS = ("inverted_pendulum", "reacher")
 
 
-def _task(sim, env: str, horizon: int | None):
+def _task(sim, env: str, horizon: int | None, backend: str = "generalized"):
     """(sim world, the policy that collects the data) of a task."""
     protocol = sim.Protocol(horizon=horizon or (200 if env == "inverted_pendulum" else 100))
-    world = sim.make_world(env, protocol=protocol)
+    world = sim.make_world(env, protocol=protocol, backend=backend)
     if env == "inverted_pendulum":
         return world, sim.nominal_policy()
     kp, kd = 0.5, 0.1  # a proportional-derivative controller toward the target pose
@@ -46,11 +46,12 @@ def _clopper_pearson(hits: int, n: int, conf: float = 0.95) -> tuple[float, floa
 
 
 def run_task(env: str, reps: int, episodes: int, noise: float, spread: float, excitation: float,
-             level: float, seed: int, horizon: int | None = None, iterations: int = 30) -> dict:
+             level: float, seed: int, horizon: int | None = None, iterations: int = 30,
+             backend: str = "generalized") -> dict:
     from bayes_s2r import sim
     from bayes_s2r.sim.sysid import COVARIANCES, FITTED, SIConfig, identify
 
-    world, policy = _task(sim, env, horizon)
+    world, policy = _task(sim, env, horizon, backend)
     config = SIConfig(iterations=iterations, latencies=(0, 1, 2))
     covered = {c: {f: [] for f in FITTED} for c in COVARIANCES}
     width = {c: {f: [] for f in FITTED} for c in COVARIANCES}
@@ -61,7 +62,8 @@ def run_task(env: str, reps: int, episodes: int, noise: float, spread: float, ex
         scales = np.exp(np.asarray(jax.random.uniform(k_truth, (3,), minval=-spread, maxval=spread)))
         truth = world.params._replace(**{f: float(v) for f, v in zip(FITTED, scales)},
                                       latency=float(jax.random.randint(k_lat, (), 0, 2)), obs_noise=noise)
-        robot = sim.RealRobot(sim.World(name="hidden", env=env, params=truth, protocol=world.protocol, kind="real"))
+        robot = sim.RealRobot(sim.World(name="hidden", env=env, params=truth, protocol=world.protocol, kind="real",
+                                        backend=backend))
         data = robot.collect(k_data, policy, episodes, excitation=excitation)
         start = time.perf_counter()
         r = identify(k_id, world, data, policy, config)
@@ -98,11 +100,13 @@ def main(argv=None) -> dict:
     parser.add_argument("--horizon", type=int, default=None, help="default: 200 (pendulum), 100 (reacher)")
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backend", default="generalized", choices=("generalized", "mjx"),
+                        help="physics of both the hidden and the identified world")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     settings = {k: v for k, v in vars(args).items() if k != "out"}
     results = [run_task(env, args.reps, args.episodes, args.noise, args.spread, args.excitation, args.level,
-                        args.seed, args.horizon, args.iterations) for env in args.tasks]
+                        args.seed, args.horizon, args.iterations, args.backend) for env in args.tasks]
     command = "python benchmarks/bench_sysid.py " + " ".join(argv if argv is not None else sys.argv[1:])
     return common.emit({"benchmark": "sysid", "machine": common.machine(), "settings": settings,
                         "command": command.strip(), "results": results}, args.out)

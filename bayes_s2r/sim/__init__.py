@@ -9,7 +9,8 @@ A lab's own simulator and policy: `Task.from_brax(env, ...)` over any Brax envir
 included), `ParamSpace` of named mismatch directions with `DR` distributions and a Brax/
 Playground `randomization_fn`, and `Policy(apply, params)` for any JAX policy. `rollout`,
 `rollout_dr`, `sensitivity_sweep`, `paired_eval` and `identify` (on `TaskData`) take a `Task`
-where they take a `World`.
+where they take a `World`. `as_task(world)` turns a built-in world into such a task, and
+`World(backend="mjx")` runs a built-in world on MJX.
 """
 
 import contextlib as _contextlib
@@ -28,6 +29,7 @@ _warnings.filterwarnings("ignore", message=r"Brax System, piplines and environme
 with _contextlib.redirect_stdout(_io.StringIO()):
     import mujoco.mjx  # noqa: F401
 
+from bayes_s2r.sim.builtin import BuiltinEnv, BuiltinTask, as_task, builtin_space
 from bayes_s2r.sim.interventions import (
     DEFAULTS,
     KINDS,
@@ -92,6 +94,7 @@ from bayes_s2r.sim.train import (
     train_es,
 )
 from bayes_s2r.sim.world import (
+    BACKENDS,
     ENVS,
     Protocol,
     World,
@@ -103,6 +106,7 @@ from bayes_s2r.sim.world import (
 
 __all__ = [
     # rollouts and policies
+    "BACKENDS",
     "CHUNK",
     "DEFAULTS",
     "DIRECTIONS",
@@ -114,11 +118,13 @@ __all__ = [
     "KINDS",
     "MAX_LATENCY",
     "PARAM_NAMES",
+    # experiments
+    "BuiltinEnv",
+    "BuiltinTask",
     "CEMConfig",
     "CostModel",
     "DRSpec",
     "Direction",
-    # experiments
     "ESConfig",
     "Episode",
     "EpisodeStats",
@@ -154,7 +160,9 @@ __all__ = [
     "act",
     "apply_params",
     "as_policy",
+    "as_task",
     "broadcast_params",
+    "builtin_space",
     "episode_fn",
     "es_loop",
     "identify",

@@ -89,7 +89,7 @@ class RealRobot:
         elif not isinstance(world, World):
             raise InputError("world", world, "a World or a card name")
         elif protocol is not None:
-            world = World(world.name, world.env, world.params, protocol, world.kind, world.description)
+            world = dataclasses.replace(world, protocol=protocol)
         self._world = world
         self.reset_overhead_s = require_finite_nonneg("reset_overhead_s", reset_overhead_s)
         self.hours_used = 0.0

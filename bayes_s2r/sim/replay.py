@@ -15,8 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayes_s2r.sim.params import MAX_LATENCY, Params
-from bayes_s2r.sim.rollout import _control_step, _reacher_ik
-from bayes_s2r.sim.world import ENVS, World, _base_system, apply_params
+from bayes_s2r.sim.rollout import _control_step, _reacher_ik, _setup
+from bayes_s2r.sim.world import World
 
 __all__ = ["residuals", "segments", "sse_population", "with_scales"]
 
@@ -26,20 +26,11 @@ def with_scales(base: Params, log_scales, latency) -> Params:
     return base._replace(mass_scale=e[0], damping_scale=e[1], gear_scale=e[2], latency=latency, obs_noise=0.0)
 
 
-def _setup_differentiable(env: str, params: Params, q0, qd0):
-    """`rollout._setup` from a given state (differentiable in ξ: `apply_params` scales by a mask)."""
-    from brax.generalized import pipeline
-
-    spec = ENVS[env]
-    sys = apply_params(_base_system(env), params, spec["n_frames"], spec["pole_link"])
-    latency = jnp.clip(jnp.round(params.latency), 0, MAX_LATENCY).astype(jnp.int32)
-    return spec, sys, latency, pipeline.init(sys, q0, qd0)
-
-
-def _replay_segment(env, policy, params, q0, qd0, goal, buf0, exc):
+def _replay_segment(env, backend, policy, params, q0, qd0, goal, buf0, exc):
     """Closed-loop replay of one segment from (q0, qd0) with the logged actions in the latency
-    buffer; returns the observations the policy would see, [S, obs] (noise-free). Traceable."""
-    spec, sys, latency, state0 = _setup_differentiable(env, params, q0, qd0)
+    buffer; returns the observations the policy would see, [S, obs] (noise-free). Traceable and
+    differentiable in ξ (`apply_params` scales by a mask)."""
+    spec, sys, latency, state0 = _setup(env, backend, params, q0, qd0)
     bias = jnp.zeros(spec["obs_size"]).at[spec["bias_index"]].set(params.obs_bias)
     key = jax.random.key(0)  # obs_noise is 0 in the replay: the key draws nothing
 
@@ -61,8 +52,9 @@ def _replay_segment(env, policy, params, q0, qd0, goal, buf0, exc):
     return obs
 
 
-@functools.partial(jax.jit, static_argnames=("env",))
-def residuals(log_scales, latency, base, env, policy, q0, qd0, goal, buf0, exc, obs, mask, scale):
+@functools.partial(jax.jit, static_argnames=("env", "backend"))
+def residuals(log_scales, latency, base, env, policy, q0, qd0, goal, buf0, exc, obs, mask, scale,
+              backend="generalized"):
     """Per-episode normalised replay residuals [K, M·S·obs] and their Jacobian [K, M·S·obs, 3].
 
     Inputs carry [K episodes, M segments] leading axes; each segment is replayed on its own.
@@ -70,7 +62,7 @@ def residuals(log_scales, latency, base, env, policy, q0, qd0, goal, buf0, exc, 
 
     def resid(ls):
         params = with_scales(base, ls, latency)
-        seg = lambda *a: _replay_segment(env, policy, params, *a)
+        seg = lambda *a: _replay_segment(env, backend, policy, params, *a)
         sim_obs = jax.vmap(jax.vmap(seg))(q0, qd0, goal, buf0, exc)
         r = (mask[..., None] * (sim_obs - obs) / scale).reshape(obs.shape[0], -1)
         return r, r
@@ -105,13 +97,14 @@ def segments(world: World, obs, action, exc, mask, setup, length: int):
     seg_mask[:, :, 0] = 0.0
     return tuple(x.astype(np.float32) for x in (q0, qd0, goal, buf0, cut(exc), cut(obs), seg_mask))
 
-@functools.partial(jax.jit, static_argnames=("env",))
-def sse_population(log_scales, latencies, base, env, policy, q0, qd0, goal, buf0, exc, obs, mask, scale):
+@functools.partial(jax.jit, static_argnames=("env", "backend"))
+def sse_population(log_scales, latencies, base, env, policy, q0, qd0, goal, buf0, exc, obs, mask, scale,
+                   backend="generalized"):
     """Replay SSE of each (log-scales [P, 3], latency [P]) pair: [P]."""
 
     def sse(ls, lat):
         params = with_scales(base, ls, lat)
-        seg = lambda *a: _replay_segment(env, policy, params, *a)
+        seg = lambda *a: _replay_segment(env, backend, policy, params, *a)
         sim_obs = jax.vmap(jax.vmap(seg))(q0, qd0, goal, buf0, exc)
         r = mask[..., None] * (sim_obs - obs) / scale
         return jnp.sum(jnp.where(jnp.isfinite(r), r, 1e3) ** 2)

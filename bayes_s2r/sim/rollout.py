@@ -47,7 +47,7 @@ from bayes_s2r.sim.params import MAX_LATENCY, DRSpec, Params, broadcast_params, 
 from bayes_s2r.sim.policy import Policy
 from bayes_s2r.sim.space import DR
 from bayes_s2r.sim.task import Task, TaskStats, simulate_task
-from bayes_s2r.sim.world import ENVS, Protocol, World, _base_system, apply_params
+from bayes_s2r.sim.world import ENVS, Protocol, World, _base_system, apply_params, pipeline
 
 __all__ = [
     "CHUNK",
@@ -173,14 +173,15 @@ class Trajectory(NamedTuple):
     init_qd: jax.Array
 
 
-def _setup(env: str, params: Params, q0, qd0):
-    """The episode's (spec, system at ξ, latency in steps, initial pipeline state)."""
-    from brax.generalized import pipeline
+def _setup(env: str, backend: str, params: Params, q0, qd0):
+    """The episode's (spec, system at ξ, latency in steps, initial pipeline state).
 
-    spec = ENVS[env]
+    `spec` is the environment's `ENVS` entry plus its backend's "pipeline" module.
+    """
+    spec = {**ENVS[env], "pipeline": pipeline(backend)}
     sys = apply_params(_base_system(env), params, spec["n_frames"], spec["pole_link"])
     latency = jnp.clip(jnp.round(params.latency), 0, MAX_LATENCY).astype(jnp.int32)
-    return spec, sys, latency, pipeline.init(sys, q0, qd0)
+    return spec, sys, latency, spec["pipeline"].init(sys, q0, qd0)
 
 
 def _control_step(spec, sys, policy, params: Params, latency, key, t, exc, true_obs, bias, buf, state):
@@ -188,22 +189,21 @@ def _control_step(spec, sys, policy, params: Params, latency, key, t, exc, true_
 
     Returns (obs, action, action buffer, new state, whether the new state is finite).
     """
-    from brax.generalized import pipeline
-
+    step = spec["pipeline"].step
     lo, hi = sys.actuator.ctrl_range[:, 0], sys.actuator.ctrl_range[:, 1]
     noise = jax.random.normal(jax.random.fold_in(key, t), true_obs.shape) * params.obs_noise
     obs = true_obs + noise + bias
     a = jnp.clip(act(policy, obs) + exc, -1.0, 1.0)
     buf = jnp.concatenate([a[None], buf[:-1]])
     ctrl = (buf[latency] + 1.0) * (hi - lo) * 0.5 + lo
-    new = jax.lax.fori_loop(0, spec["n_frames"], lambda _, s: pipeline.step(sys, s, ctrl), state)
+    new = jax.lax.fori_loop(0, spec["n_frames"], lambda _, s: step(sys, s, ctrl), state)
     finite = jnp.all(jnp.isfinite(new.q)) & jnp.all(jnp.isfinite(new.qd))
     return obs, a, buf, new, finite
 
 
-def _episode(env: str, protocol: Protocol, policy, params: Params, q0, qd0, key, excitation):
+def _episode(env: str, backend: str, protocol: Protocol, policy, params: Params, q0, qd0, key, excitation):
     """One episode; returns (EpisodeStats, per-step (obs, action, q, qd, alive)). Traceable."""
-    spec, sys, latency, state0 = _setup(env, params, q0, qd0)
+    spec, sys, latency, state0 = _setup(env, backend, params, q0, qd0)
     p = protocol
     bias = jnp.zeros(q0.shape[0] + qd0.shape[0]).at[1].set(params.obs_bias)
 
@@ -262,11 +262,12 @@ def _reacher_ik(x, y):
     return shoulder, elbow
 
 
-def _episode_reacher(env: str, protocol: Protocol, policy, params: Params, q0, qd0, key, excitation):
+def _episode_reacher(env: str, backend: str, protocol: Protocol, policy, params: Params, q0, qd0, key,
+                     excitation):
     """One reacher episode (task in the module docstring); same outputs as `_episode`. Traceable."""
     from brax import math as bmath
 
-    spec, sys, latency, state0 = _setup(env, params, q0, qd0)
+    spec, sys, latency, state0 = _setup(env, backend, params, q0, qd0)
     p = protocol
     goal = jnp.stack(_reacher_ik(q0[2], q0[3]))  # the target never moves
     bias = jnp.zeros(spec["obs_size"]).at[spec["bias_index"]].set(params.obs_bias)
@@ -313,20 +314,20 @@ _EPISODES = MappingProxyType({"inverted_pendulum": _episode, "reacher": _episode
 CHUNK = 256
 
 
-@functools.partial(jax.jit, static_argnames=("env", "protocol"))
-def _chunk_fn(env, protocol, policies, params, q0, qd0, keys, excitation):
+@functools.partial(jax.jit, static_argnames=("env", "protocol", "backend"))
+def _chunk_fn(env, protocol, policies, params, q0, qd0, keys, excitation, backend="generalized"):
     episode = _EPISODES[env]
-    fn = lambda pol, prm, a, b, k, e: episode(env, protocol, pol, prm, a, b, k, e)
+    fn = lambda pol, prm, a, b, k, e: episode(env, backend, protocol, pol, prm, a, b, k, e)
     stats, (obs, a, q, qd, alive) = jax.vmap(fn)(policies, params, q0, qd0, keys, excitation)
     return stats, Trajectory(obs, a, q, qd, alive, q0, qd0)
 
 
 def _run_chunks(env, protocol, policies, params, q0, qd0, keys, excitation, record, chunk=None,
-                mesh=None):
+                mesh=None, backend="generalized"):
     n = keys.shape[0]
     tree = (policies, params, q0, qd0, keys, excitation)
     if chunk is None and mesh is not None and mesh.size > 1:
-        return _run_split(env, protocol, tree, record, mesh)
+        return _run_split(env, protocol, tree, record, mesh, backend)
     chunk = chunk or CHUNK
     pad = (-n) % chunk
     if pad:
@@ -334,7 +335,7 @@ def _run_chunks(env, protocol, policies, params, q0, qd0, keys, excitation, reco
     outs = []
     for i in range(0, n + pad, chunk):
         part = jax.tree.map(lambda x, i=i: x[i:i + chunk], tree)
-        stats, traj = _chunk_fn(env, protocol, *part)
+        stats, traj = _chunk_fn(env, protocol, *part, backend=backend)
         outs.append((stats, traj) if record else (stats,))
     joined = jax.tree.map(lambda *xs: jnp.concatenate(xs)[:n], *outs)
     return joined if record else joined[0]
@@ -355,7 +356,7 @@ def chunk_for(episodes: int, devices: int) -> int:
     return devices * (1 << max(0, per_device - 1).bit_length())
 
 
-def _run_split(env, protocol, tree, record, mesh):
+def _run_split(env, protocol, tree, record, mesh, backend):
     """The batch as one call split over the devices of `mesh`.
 
     The episodes and their results are those of the chunked path.
@@ -364,7 +365,7 @@ def _run_split(env, protocol, tree, record, mesh):
     size = chunk_for(n, mesh.size)  # a new compile only when the per-device size doubles
     if size > n:
         tree = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], size - n, axis=0)]), tree)
-    stats, traj = _chunk_fn(env, protocol, *place_batch(tree, mesh).tree)
+    stats, traj = _chunk_fn(env, protocol, *place_batch(tree, mesh).tree, backend=backend)
     return unpad((stats, traj) if record else stats, n, size)
 
 
@@ -453,7 +454,8 @@ def simulate_batch(key: jax.Array, world: World, policy: LinearPolicy, params: P
     if chunk is not None:
         require_int("chunk", chunk, 1)
     mesh = None if devices is None else batch_mesh(devices)
-    return _run_chunks(world.env, world.protocol, pol, params, q0, qd0, keys, exc, record, chunk, mesh)
+    return _run_chunks(world.env, world.protocol, pol, params, q0, qd0, keys, exc, record, chunk, mesh,
+                       world.backend)
 
 
 def rollout(key: jax.Array, world: World | Task, policy, episodes: int,

@@ -163,13 +163,14 @@ def identify(key: jax.Array, world, *args, config: SIConfig | None = None, space
     def fn(theta, latency):
         nonlocal passes
         passes += 4
-        return residuals(jnp.asarray(theta, jnp.float32), jnp.float32(latency), base_j, world.env, pol, *arrays)
+        return residuals(jnp.asarray(theta, jnp.float32), jnp.float32(latency), base_j, world.env, pol, *arrays,
+                         backend=world.backend)
 
     def sse(thetas, latencies):
         nonlocal passes
         passes += len(latencies)
         out = sse_population(jnp.asarray(np.asarray(thetas), jnp.float32), jnp.asarray(latencies, jnp.float32),
-                              base_j, world.env, pol, *arrays)
+                              base_j, world.env, pol, *arrays, backend=world.backend)
         return np.asarray(out, np.float64)
 
     n_values = float(segs[-1].sum()) * segs[5].shape[-1]

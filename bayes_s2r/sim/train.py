@@ -142,7 +142,8 @@ def _sim_evaluator(world: World, spec: DRSpec | None, P: int, E: int, devices: A
         batch = jax.tree.map(tile, (xi, q0, qd0, noise))
         exc = jnp.zeros((P * E, T) + ((world.act_size,) if world.act_size > 1 else ()), jnp.float32)
         policies = LinearPolicy.from_flat(thetas, world.act_size)
-        return _run_chunks(world.env, world.protocol, policies, *batch, exc, False, mesh=mesh)
+        return _run_chunks(world.env, world.protocol, policies, *batch, exc, False, mesh=mesh,
+                           backend=world.backend)
 
     return evaluate
 

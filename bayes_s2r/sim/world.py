@@ -4,10 +4,22 @@ A `World` is an immutable value. Its Brax `System` is loaded once per environmen
 mutated; `apply_params` returns an edited copy with `tree_replace`, inside jit, so the
 parameters are traced values.
 
-Backend: Brax's `generalized` pipeline. It is differentiable (system identification takes
-gradients through it), runs the pendulum at about the speed of `positional` for batches up
-to ~1,000 environments on a CPU, and keeps the MJCF time step, so sim, "real" and the
-identified model all integrate the same equations.
+Backend (`World.backend`, one of `BACKENDS`): Brax's `generalized` pipeline (the default) or
+MJX (`"mjx"`, MuJoCo's maintained JAX engine, through Brax's `brax.mjx.pipeline`). Both run
+the same model, ξ edits, episode logic and protocol; they integrate slightly different
+equations (MuJoCo's Euler step treats joint damping implicitly), so the same episode agrees
+closely but not to the last digit. Every world in a comparison (sim, "real", identified)
+should use one backend.
+
+Why `generalized` stays the default (`benchmarks/bench_backends.py`, `bench_sysid.py
+--backend mjx`; docs/results.md, "Testbed physics"): MJX is as fast on the cart-pole, about
+6× faster on the reacher and 2–3× faster to identify on a 2-core CPU, and identification is
+as well calibrated on it; but the shipped world cards were designed on `generalized`, and on
+MJX some hidden gaps change character (the nominal policy's unsafe rate on `real_combo`
+falls from about 0.9 to 0, its success on `bench_combo` from about 0.12 to 0.01), and the
+same episodes succeed more often on MJX (+0.04 on the cart-pole). Switching the default
+means re-tuning the cards and regenerating every table measured on them; until then MJX is
+one argument away (`make_world(..., backend="mjx")`, `backend = "mjx"` in a card).
 
 Environments (`ENVS`):
 
@@ -25,6 +37,7 @@ World cards are small TOML files shipped in `bayes_s2r/sim/cards/`:
     name = "real_latency"
     kind = "real"            # "sim" or "real"
     env = "inverted_pendulum"
+    backend = "generalized"  # optional: "generalized" (default) or "mjx"
     description = "..."
     [params]                 # any `Params` field; missing ones are nominal
     latency = 2
@@ -42,12 +55,13 @@ from types import MappingProxyType
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 
 from bayes_s2r.errors import InputError, require_finite_nonneg, require_int, require_positive
 from bayes_s2r.sim.params import Params, params_from_mapping
 from bayes_s2r.vocab import PolicyInterface
 
-__all__ = ["ENVS", "Protocol", "World", "apply_params", "list_cards", "load_card", "make_world"]
+__all__ = ["BACKENDS", "ENVS", "Protocol", "World", "apply_params", "list_cards", "load_card", "make_world"]
 
 #: Supported environments: name -> MJCF file inside brax, physics frames per action, the
 #: mass-scaled link(s) ("pole_link": an index, or a tuple of indices), the action size, the
@@ -61,6 +75,22 @@ ENVS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
         "xml": "envs/assets/reacher.xml", "n_frames": 4, "pole_link": (0, 1), "act_size": 2,
         "obs_size": 4, "bias_index": 0}),
 })
+
+#: Physics backends of the built-in worlds (Brax pipelines with the same `init`/`step`).
+BACKENDS = ("generalized", "mjx")
+
+
+def pipeline(backend: str):
+    """The Brax pipeline module of `backend` (`init(sys, q, qd)`, `step(sys, state, ctrl)`)."""
+    if backend == "mjx":
+        from brax.mjx import pipeline as mjx_pipeline
+
+        return mjx_pipeline
+    if backend != "generalized":
+        raise InputError("world.backend", backend, f"one of {BACKENDS}")
+    from brax.generalized import pipeline as generalized_pipeline
+
+    return generalized_pipeline
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +152,8 @@ def _base_system(env: str):
     # Reacher: the target's slide joints never move (no force acts on them); the elbow's
     # ±3 rad limit is dropped too (the task's targets keep the elbow within 0.3..2.3 rad, but
     # nothing stops a policy from folding the arm past ±3 rad).
-    return sys.replace(dof=sys.dof.replace(limit=None))
+    # `dof.limit` is what `generalized` reads, `jnt_limited` what MJX reads.
+    return sys.replace(dof=sys.dof.replace(limit=None), jnt_limited=np.zeros_like(sys.jnt_limited))
 
 
 def apply_params(sys, params: Params, n_frames: int, pole_link: int):
@@ -130,18 +161,27 @@ def apply_params(sys, params: Params, n_frames: int, pole_link: int):
 
     Scales the mass and inertia of the pole link (`pole_link`: an index; or a tuple of indices,
     e.g. the reacher's two arm links), every joint's damping and the actuator gear, and sets
-    the physics time step to control_period / n_frames.
+    the physics time step to control_period / n_frames. Both the fields `generalized` reads
+    (`link.*`, `dof.damping`, `actuator.gear`) and those MJX reads (`body_mass`,
+    `body_inertia`, `dof_damping`, `actuator_gear`) are edited, so one system serves both
+    backends.
     """
     inertia = sys.link.inertia
     # a mask, not `.at[links].multiply`: JAX has no gradient of a scatter-multiply with
     # several indices, and identification differentiates through the scale
-    scaled = jnp.isin(jnp.arange(inertia.mass.shape[0]), jnp.asarray(pole_link, jnp.int32))
-    scale = jnp.where(scaled, params.mass_scale, 1.0)
+    links = jnp.asarray(pole_link, jnp.int32)
+    scale = jnp.where(jnp.isin(jnp.arange(inertia.mass.shape[0]), links), params.mass_scale, 1.0)
+    # body 0 is the world body: link i is body i + 1
+    body_scale = jnp.where(jnp.isin(jnp.arange(sys.body_mass.shape[0]), links + 1), params.mass_scale, 1.0)
     return sys.tree_replace({
         "link.inertia.mass": inertia.mass * scale,
         "link.inertia.i": inertia.i * scale[:, None, None],
+        "body_mass": sys.body_mass * body_scale,
+        "body_inertia": sys.body_inertia * body_scale[:, None],
         "dof.damping": sys.dof.damping * params.damping_scale,
+        "dof_damping": sys.dof_damping * params.damping_scale,
         "actuator.gear": sys.actuator.gear * params.gear_scale,
+        "actuator_gear": sys.actuator_gear * params.gear_scale,
         "opt.timestep": jnp.asarray(params.control_period, jnp.float32) / n_frames,
     })
 
@@ -157,6 +197,7 @@ class World:
         protocol: the evaluation protocol.
         kind: "sim" or "real" (a real world is meant to be used through `RealRobot`).
         description: free text from the card.
+        backend: physics engine, one of `BACKENDS` ("generalized" or "mjx").
     """
 
     name: str = "sim"
@@ -165,10 +206,13 @@ class World:
     protocol: Protocol = dataclasses.field(default_factory=Protocol)
     kind: str = "sim"
     description: str = ""
+    backend: str = "generalized"
 
     def __post_init__(self):
         if self.env not in ENVS:
             raise InputError("world.env", self.env, f"one of {tuple(ENVS)}")
+        if self.backend not in BACKENDS:
+            raise InputError("world.backend", self.backend, f"one of {BACKENDS}")
         if self.kind not in ("sim", "real"):
             raise InputError("world.kind", self.kind, "'sim' or 'real'")
         if not isinstance(self.params, Params):
@@ -226,10 +270,10 @@ class World:
 
 
 def make_world(env: str = "inverted_pendulum", params: Params | dict | None = None,
-               protocol: Protocol | None = None, name: str = "sim") -> World:
-    """The nominal sim world (or one with the given ξ)."""
+               protocol: Protocol | None = None, name: str = "sim", backend: str = "generalized") -> World:
+    """The nominal sim world (or one with the given ξ) on `backend` ("generalized" or "mjx")."""
     p = params if isinstance(params, Params) else params_from_mapping(params, field="params")
-    return World(name=name, env=env, params=p, protocol=protocol or Protocol())
+    return World(name=name, env=env, params=p, protocol=protocol or Protocol(), backend=backend)
 
 
 def list_cards() -> list[str]:
@@ -251,11 +295,11 @@ def load_card(name_or_path: str | Path, protocol: Protocol | None = None) -> Wor
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError("card", str(name_or_path), f"valid TOML ({e})") from None
-    allowed = {"name", "kind", "env", "description", "params"}
+    allowed = {"name", "kind", "env", "description", "params", "backend"}
     unknown = sorted(set(data) - allowed)
     if unknown:
         raise InputError(f"card.{unknown[0]}", data[unknown[0]], f"a key among {sorted(allowed)}")
     params = params_from_mapping(data.get("params", {}), field=f"card[{name_or_path}].params")
     return World(name=str(data.get("name", path.stem)), env=str(data.get("env", "inverted_pendulum")),
                  params=params, protocol=protocol or Protocol(), kind=str(data.get("kind", "sim")),
-                 description=str(data.get("description", "")))
+                 description=str(data.get("description", "")), backend=str(data.get("backend", "generalized")))

@@ -1,0 +1,207 @@
+"""The built-in cart-pole and reacher as `Task`s: Brax environments with the worlds' episode.
+
+`as_task(world)` gives a `BuiltinTask(task, space, values)`:
+
+- `task`: a `Task` over `BuiltinEnv`, a Brax `PipelineEnv` (the world's backend) that runs
+  the world's MJCF model, initial-state distribution, action scaling, freezing rule and
+  protocol (success, unsafe, score) as stated in `bayes_s2r.sim.rollout`;
+- `space`: a `ParamSpace` with one direction per `Params` field, under the same names
+  (`mass_scale` moves the scaled links' mass and inertia, `damping_scale` every joint's
+  damping, `gear_scale` the actuator gear, `latency`, `obs_noise` on every channel,
+  `obs_bias` on the world's biased channel, `control_period` the physics time step);
+- `values`: the world's ξ as a value vector of `space`.
+
+So anything written for a lab's own `Task` (any `Policy`, `rollout_dr` with `space.dr(...)`,
+`sensitivity_sweep`, `paired_eval`, `identify` on `TaskData`) runs on the built-in worlds too.
+
+Same physics, same episode: from the same initial state with no sensor noise, an episode of
+the task and of the world (`simulate_batch`) end with the same success, unsafe flag and score
+(a test checks it episode by episode). What differs is how randomness is drawn: a `Task`
+draws each episode's initial state and sensor noise from that episode's own key, a `World`
+draws a batch's initial states from one key, so the same key gives different (equally
+distributed) episodes on the two paths, and the `World` path keeps every recorded result.
+`TaskStats.steps_alive` counts steps before termination; the world's `steps_alive` (steps
+within the success limits) is `Episode.extra["alive"].sum()`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from brax.envs.base import PipelineEnv, State
+
+from bayes_s2r.errors import InputError
+from bayes_s2r.sim.params import MAX_LATENCY, PARAM_NAMES
+from bayes_s2r.sim.rollout import (
+    REACHER_REACH,
+    REACHER_TARGET_ELBOW,
+    REACHER_TARGET_SHOULDER,
+    REACHER_TIP,
+    _reacher_fk,
+    _reacher_ik,
+)
+from bayes_s2r.sim.space import Latency, ModelField, ObsBias, ObsNoise, ParamSpace, SysFn
+from bayes_s2r.sim.task import Episode, Task
+from bayes_s2r.sim.world import ENVS, Protocol, World, _base_system
+
+__all__ = ["BuiltinEnv", "BuiltinTask", "as_task", "builtin_space"]
+
+
+class BuiltinEnv(PipelineEnv):
+    """The world's environment as a Brax `PipelineEnv` (cart-pole or reacher).
+
+    Actions in [-1, 1] are scaled to the actuators' control range. An episode ends (the state
+    freezes) when the protocol's unsafe limits are crossed or the state is not finite.
+    `state.info["alive"]` says the success limits held at every step so far; the reward is the
+    world's per-step score divided by the horizon, so the return is the world's `score`.
+    """
+
+    def __init__(self, env: str = "inverted_pendulum", protocol: Protocol | None = None,
+                 backend: str = "generalized"):
+        if env not in ENVS:
+            raise InputError("env", env, f"one of {tuple(ENVS)}")
+        self.env_name = env
+        self.protocol = protocol or Protocol()
+        super().__init__(_base_system(env), backend=backend, n_frames=ENVS[env]["n_frames"])
+
+    def reset(self, rng: jax.Array) -> State:
+        sys, s = self.sys, self.protocol.init_scale
+        k1, k2, k3, k4 = jax.random.split(rng, 4)
+        if self.env_name == "reacher":  # `rollout._sample_init_reacher`, one episode
+            arm = sys.init_q[:2] + jax.random.uniform(k1, (2,), minval=-s, maxval=s)
+            shoulder = jax.random.uniform(k2, (), minval=REACHER_TARGET_SHOULDER[0], maxval=REACHER_TARGET_SHOULDER[1])
+            elbow = jax.random.uniform(k3, (), minval=REACHER_TARGET_ELBOW[0], maxval=REACHER_TARGET_ELBOW[1])
+            q = jnp.concatenate([arm, jnp.stack(_reacher_fk(shoulder, elbow))])
+            qd = jnp.concatenate([jax.random.uniform(k4, (2,), minval=-s, maxval=s), jnp.zeros(sys.qd_size() - 2)])
+            goal = jnp.stack(_reacher_ik(q[2], q[3]))
+        else:
+            q = sys.init_q + jax.random.uniform(k1, (sys.q_size(),), minval=-s, maxval=s)
+            qd = jax.random.uniform(k2, (sys.qd_size(),), minval=-s, maxval=s)
+            goal = jnp.zeros(2)
+        ps = self.pipeline_init(q, qd)
+        info = {"goal": goal, "alive": jnp.array(True), "near": jnp.array(False)}
+        return State(ps, self._obs(ps, goal), jnp.zeros(()), jnp.zeros(()), {}, info)
+
+    def _obs(self, ps, goal):
+        if self.env_name == "reacher":
+            err = ps.q[:2] - goal
+            err = err.at[0].set(jnp.arctan2(jnp.sin(err[0]), jnp.cos(err[0])))
+            return jnp.concatenate([err, ps.qd[:2]])
+        return jnp.concatenate([ps.q, ps.qd])
+
+    def step(self, state: State, action: jax.Array) -> State:
+        from brax import math as bmath
+
+        p = self.protocol
+        lo, hi = self.sys.actuator.ctrl_range[:, 0], self.sys.actuator.ctrl_range[:, 1]
+        ctrl = (jnp.clip(action, -1.0, 1.0) + 1.0) * (hi - lo) * 0.5 + lo
+        new = self.pipeline_step(state.pipeline_state, ctrl)
+        finite = jnp.all(jnp.isfinite(new.q)) & jnp.all(jnp.isfinite(new.qd))
+        new = jax.tree.map(lambda n, o: jnp.where(finite, n, o), new, state.pipeline_state)
+        info = dict(state.info)
+        if self.env_name == "reacher":
+            alive = state.info["alive"] & finite & jnp.all(jnp.abs(new.qd[:2]) <= p.speed_limit)
+            tip = new.x.pos[1] + bmath.rotate(jnp.array([REACHER_TIP, 0.0, 0.0]), new.x.rot[1])
+            dist = jnp.linalg.norm(tip[:2] - new.x.pos[2, :2])
+            shaped = 1.0 - dist / REACHER_REACH
+            info["near"] = alive & (dist <= p.reach_tolerance)
+            done = ~alive
+        else:
+            x, ang = new.q[0], new.q[1]
+            ok = (jnp.abs(ang) <= p.angle_limit) & (jnp.abs(x) <= p.rail_limit) & finite
+            alive = state.info["alive"] & ok
+            shaped = 1.0 - 0.5 * (ang / p.angle_limit) ** 2 - 0.5 * (x / p.rail_limit) ** 2
+            done = (jnp.abs(ang) > p.fall_limit) | ~finite | (jnp.abs(x) > p.rail_end)
+        info["alive"] = alive
+        reward = jnp.where(alive, jnp.clip(shaped, 0.0, 1.0), 0.0) / p.horizon
+        return state.replace(pipeline_state=new, obs=self._obs(new, state.info["goal"]), reward=reward,
+                             done=done.astype(jnp.float32), info=info)
+
+
+def _flags(state):
+    return {"alive": state.info["alive"], "near": state.info["near"]}
+
+
+def _unsafe(ep: Episode):
+    return ep.terminated
+
+
+def _cartpole_success(ep: Episode):
+    return ep.extra["alive"][-1]
+
+
+def _reacher_success(hold: int, ep: Episode):
+    return ep.extra["alive"][-1] & jnp.all(ep.extra["near"][-hold:])
+
+
+def builtin_space(env: str = "inverted_pendulum") -> ParamSpace:
+    """The seven `Params` fields of `env` as `ParamSpace` directions (same names, same effect)."""
+    if env not in ENVS:
+        raise InputError("env", env, f"one of {tuple(ENVS)}")
+    spec = ENVS[env]
+    links = np.atleast_1d(np.asarray(spec["pole_link"]))
+    lo, hi = int(links.min()), int(links.max()) + 1  # the scaled links are contiguous
+    n_frames = spec["n_frames"]
+    dirs = {
+        "mass_scale": ModelField("mass_scale", (f"link.inertia.mass[{lo}:{hi}]", f"link.inertia.i[{lo}:{hi}]",
+                                                f"body_mass[{lo + 1}:{hi + 1}]", f"body_inertia[{lo + 1}:{hi + 1}]"),
+                                 unit=0.3),
+        "damping_scale": ModelField("damping_scale", ("dof.damping", "dof_damping"), unit=0.3),
+        "gear_scale": ModelField("gear_scale", ("actuator.gear", "actuator_gear"), unit=-0.2),
+        "latency": Latency("latency", max_steps=MAX_LATENCY),
+        "obs_noise": ObsNoise("obs_noise", unit=0.01),
+        "obs_bias": ObsBias("obs_bias", channels=(spec["bias_index"],), unit=0.02),
+        "control_period": SysFn("control_period", functools.partial(_control_period, n_frames), nominal=0.04,
+                                unit=0.01, low=1e-4),
+    }
+    return ParamSpace(tuple(dirs[name] for name in PARAM_NAMES))
+
+
+def _control_period(n_frames: int, sys, value):
+    return sys.tree_replace({"opt.timestep": jnp.asarray(value, jnp.float32) / n_frames})
+
+
+@functools.cache
+def _task(env: str, protocol: Protocol, backend: str, chunk: int) -> Task:
+    """One task per (environment, protocol, backend, chunk), so its episodes compile once."""
+    if env == "reacher":
+        success = functools.partial(_reacher_success, min(protocol.hold_steps, protocol.horizon))
+    else:
+        success = _cartpole_success
+    return Task(BuiltinEnv(env, protocol, backend), protocol.horizon, success, _unsafe, measure=_flags,
+                chunk=chunk, name=env)
+
+
+class BuiltinTask(NamedTuple):
+    """A built-in world as a task: `task`, its `space` and the world's ξ as `values` [D]."""
+
+    task: Task
+    space: ParamSpace
+    values: np.ndarray
+
+
+def as_task(world: World, *, chunk: int = 64) -> BuiltinTask:
+    """The built-in `world` as a `Task` with its `ParamSpace` and its ξ (module docstring).
+
+    Example:
+        >>> import jax
+        >>> bt = as_task(make_world())
+        >>> stats = rollout_dr(jax.random.key(0), bt.task, nominal_policy(), bt.space.point(), 4)[0]
+        >>> stats.success.shape, bt.space.names[:3]
+        ((4,), ('mass_scale', 'damping_scale', 'gear_scale'))
+    """
+    if not isinstance(world, World):
+        raise InputError("world", world, "a built-in sim.World")
+    task = _task(world.env, world.protocol, world.backend, chunk)
+    space = builtin_space(world.env)
+    values = space.values({f: float(getattr(world.params, f)) for f in PARAM_NAMES})
+    return BuiltinTask(task, space, values)
+
+
+from bayes_s2r.sim.rollout import rollout_dr  # noqa: F401  (doctest namespace)
+from bayes_s2r.sim.train import nominal_policy  # noqa: F401  (doctest namespace)
+from bayes_s2r.sim.world import make_world  # noqa: F401  (doctest namespace)
