@@ -21,9 +21,9 @@ ground truth and are not charged to any arm):
   simulated episodes per generation than the fixed-ξ arms (`--dr-episodes`). Uses no robot.
 - oracle: CEM retraining at the true ξ (same key as the SI arm's retraining): the reference.
 
-The arms call `RealRobot.collect`, `identify` and `train_cem` directly rather than
-`run_intervention("si_retrain")`, which collects its data under the robot's own (full-length)
-protocol: here the data-collection protocol differs from the evaluation protocol.
+The arms call `RealRobot.collect`, `identify` and `train_cem` directly, with the table's own
+training settings; `run_intervention("si_retrain", {"collect_horizon": h})` collects its data
+under the same kind of short protocol.
 
 Transfer gap of a world = J(oracle) − J(nominal); an arm's gap-closed share is
 (J(arm) − J(nominal)) / gap, per world and pooled over worlds (ratio of the world means).

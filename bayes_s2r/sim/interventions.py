@@ -11,7 +11,9 @@
 
 `si_retrain` with `dr_around_fit = s` retrains under `SIResult.to_dr(scale=s)`: each fitted
 scale drawn from a normal at its estimate with s × its posterior sd, the latency from a
-rounded normal likewise ("SI, then DR around the identified posterior").
+rounded normal likewise ("SI, then DR around the identified posterior"). With
+`collect_horizon = h` its data are collected in episodes of h control steps (a safer
+data-collection protocol than the full evaluation episode, charged by their length).
 
 `dr_retrain` randomizes the latency by default (width 1.0 = uniform over {0, 1, 2} steps);
 pass `directions` to add mass, damping or gear (a four-direction DR needs more iterations to
@@ -67,7 +69,7 @@ KINDS = ("si_retrain", "dr_retrain", "obs_augment", "obs_align", "real_finetune"
 #: Default parameters per kind (small: each runs in seconds on 2 cores once compiled).
 DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({kind: MappingProxyType(d) for kind, d in {
     "si_retrain": {"trajectories": 8, "excitation": 0.3, "si_iterations": 40, "method": "gradient",
-                   "iterations": 16, "dr_around_fit": 0.0},
+                   "iterations": 16, "dr_around_fit": 0.0, "collect_horizon": None},
     "dr_retrain": {"width": 1.0, "directions": ("latency",), "sim_steps": None, "iterations": 16},
     "obs_augment": {"noise_level": 1.0, "bias_level": 1.0, "sim_steps": None, "iterations": 16},
     "obs_align": {"readings": 16, "z": 3.0},
@@ -141,6 +143,8 @@ def _merge(kind: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
     if kind == "si_retrain":  # the fit's spread is estimated across episodes
         require_int("params.trajectories", out["trajectories"], 2)
         require_finite_nonneg("params.dr_around_fit", out["dr_around_fit"])
+        if out["collect_horizon"] is not None:
+            require_int("params.collect_horizon", out["collect_horizon"], 2)
     if "readings" in out:
         require_int("params.readings", out["readings"], 2)
     if out.get("sim_steps") is not None:
@@ -193,9 +197,16 @@ def run_intervention(key: jax.Array, kind: str, params: Mapping[str, Any] | None
 
     if kind == "si_retrain":
         k_col, k_si, k_tr = jax.random.split(key, 3)
-        data = real_robot.collect(k_col, policy, p["trajectories"], excitation=float(p["excitation"]))
+        # a separate, safer data-collection protocol: short episodes (the robot's `collect`
+        # must then accept `horizon`, as `RealRobot.collect` does)
+        short, si_world = {}, sim_world
+        if p["collect_horizon"] is not None:
+            short = {"horizon": p["collect_horizon"]}
+            si_world = dataclasses.replace(
+                sim_world, protocol=dataclasses.replace(sim_world.protocol, horizon=p["collect_horizon"]))
+        data = real_robot.collect(k_col, policy, p["trajectories"], excitation=float(p["excitation"]), **short)
         real_episodes, unsafe = p["trajectories"], data.run.unsafe
-        si = identify(k_si, sim_world, data, policy, SIConfig(method=p["method"], iterations=p["si_iterations"]))
+        si = identify(k_si, si_world, data, policy, SIConfig(method=p["method"], iterations=p["si_iterations"]))
         records.append(si.record(name, p["trajectories"], round, policy_id(policy)))
         fitted = sim_world.with_params(si.params)
         if p["dr_around_fit"] > 0:  # SI, then DR around the identified posterior

@@ -125,10 +125,10 @@ class RealRobot:
         """The hidden world itself. For benchmarks and tests only; a campaign must not call it."""
         return self._world
 
-    def _charge(self, stats: EpisodeStats) -> RealRun:
+    def _charge(self, stats: EpisodeStats, world: World | None = None) -> RealRun:
         stats = EpisodeStats(*(np.asarray(x) for x in stats))
         n = int(stats.success.shape[0])
-        hours = self.episode_hours(n)
+        hours = (world or self._world).episode_hours(n, self.reset_overhead_s)
         unsafe = int(stats.unsafe.sum())
         self.hours_used += hours
         self.episodes_run += n
@@ -145,7 +145,7 @@ class RealRobot:
         return self._charge(stats)
 
     def collect(self, key: jax.Array, policy: LinearPolicy, episodes: int,
-                excitation: float = 0.0, hold: int = 5) -> RealTrajectories:
+                excitation: float = 0.0, hold: int = 5, horizon: int | None = None) -> RealTrajectories:
         """Logged episodes with a known excitation added to the actions (for identification).
 
         Args:
@@ -154,19 +154,26 @@ class RealRobot:
             episodes: number of episodes.
             excitation: amplitude of a piecewise-constant random signal added to the actions.
             hold: control steps each excitation level is held.
+            horizon: control steps per episode, at most the protocol's (None: the protocol's).
+                Short episodes are a safer data-collection protocol: they end before a poor
+                policy drives the robot past its limits. Charged by their own length.
         """
         n = _episode_count(episodes)
         amp = require_finite_nonneg("excitation", excitation)
         require_int("hold", hold, 1)
+        world = self._world
+        if horizon is not None:
+            require_int("horizon", horizon, 1, self.protocol.horizon)
+            world = dataclasses.replace(world, protocol=dataclasses.replace(world.protocol, horizon=horizon))
         k_exc, k_run = jax.random.split(key)
-        exc = make_excitation(k_exc, n, self.protocol.horizon, amp, hold, self._world.act_size)
-        stats, traj = simulate_batch(k_run, self._world, policy, broadcast_params(self._world.params, n),
+        exc = make_excitation(k_exc, n, world.protocol.horizon, amp, hold, world.act_size)
+        stats, traj = simulate_batch(k_run, world, policy, broadcast_params(world.params, n),
                                      excitation=exc, record=True)
-        run = self._charge(stats)
+        run = self._charge(stats, world)
         # the reacher's target joints are the last two of q; the arm's own state is not logged
-        setup = np.asarray(traj.init_q[:, 2:4]) if self._world.env == "reacher" else None
+        setup = np.asarray(traj.init_q[:, 2:4]) if world.env == "reacher" else None
         return RealTrajectories(np.asarray(traj.obs), np.asarray(traj.action), np.asarray(exc),
-                                np.asarray(traj.alive), run, setup, _running(self._world, traj))
+                                np.asarray(traj.alive), run, setup, _running(world, traj))
 
     def read_at_rest(self, key: jax.Array, readings: int) -> np.ndarray:
         """Sensor readings of the robot at rest: one after each of `readings` resets.

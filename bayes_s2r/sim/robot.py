@@ -10,7 +10,8 @@ Some experiments need more of the robot, each an optional member (`require_robot
 ones a given experiment needs and names what is missing):
 
 - `collect(key, policy, episodes, excitation=...) -> RealTrajectories`: logged, excited
-  episodes (system identification, `si_retrain`);
+  episodes (system identification, `si_retrain`; with its `collect_horizon` setting, also a
+  `horizon=` keyword: control steps per episode);
 - `read_at_rest(key, readings) -> np.ndarray [readings, obs]`: sensor readings after resets
   (`obs_align`);
 - `interface`: the robot's `PolicyInterface`; when present it is checked against the sim's.

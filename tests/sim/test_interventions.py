@@ -112,3 +112,19 @@ def test_si_then_dr_around_the_posterior(sim, world, nominal, compiled):
         sim.run_intervention(jax.random.key(5), "si_retrain", {"trajectories": 1}, nominal, world, robot)
     with pytest.raises(InputError, match="params.dr_around_fit"):
         sim.run_intervention(jax.random.key(5), "si_retrain", {"dr_around_fit": -1.0}, nominal, world, robot)
+
+
+def test_si_collects_under_its_own_short_protocol(sim, world, nominal, compiled):
+    # the shapes of bench_regime's smoke run (2 episodes of 20 steps): its compiles are reused
+    robot = sim.RealRobot("real_latency")
+    res = sim.run_intervention(jax.random.key(6), "si_retrain",
+                               {"trajectories": 2, "si_iterations": 5, "iterations": 1, "collect_horizon": 20},
+                               nominal, world, robot)
+    short = sim.Protocol(horizon=20)
+    assert res.cost.real == pytest.approx(2 * sim.World(protocol=short).episode_hours(1, robot.reset_overhead_s))
+    assert res.cost.real < robot.episode_hours(2)  # charged by the short episodes' length
+    assert res.records[1].executions == 2 and robot.protocol.horizon == 200  # the robot's own is unchanged
+    with pytest.raises(InputError, match="horizon"):
+        robot.collect(jax.random.key(0), nominal, 2, horizon=201)
+    with pytest.raises(InputError, match="params.collect_horizon"):
+        sim.run_intervention(jax.random.key(5), "si_retrain", {"collect_horizon": 0.5}, nominal, world, robot)
