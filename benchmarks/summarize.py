@@ -66,6 +66,12 @@ COMMANDS = {
     "dp_ceiling": "python benchmarks/bench_dp_ceiling.py --problems 100 --per-problem --out benchmarks/results/dp_ceiling.json",
     "worlds": ("python benchmarks/bench_worlds.py --families all --worlds 120 --jobs 2 "
                "--out benchmarks/results/worlds.json"),
+    "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
+                 "--out benchmarks/results/backends.json"),
+    "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
+    "sysid_mjx": "python benchmarks/bench_sysid.py --reps 80 --backend mjx --out benchmarks/results/sysid_mjx.json",
+    "sysid_mjx_seed1": ("python benchmarks/bench_sysid.py --tasks inverted_pendulum --reps 160 --seed 1 --backend mjx "
+                        "--out benchmarks/results/sysid_mjx_seed1.json"),
     "regime": "python benchmarks/bench_regime.py --worlds 10 --out benchmarks/results/regime.json",
     "regime_si2": "python benchmarks/bench_regime.py --worlds 10 --si-episodes 2 --out benchmarks/results/regime_si2.json",
     "regime_dr_x4": ("python benchmarks/bench_regime.py --worlds 10 --dr-iterations 32 --dr-episodes 32 "
@@ -487,8 +493,9 @@ def worlds(data: dict) -> list[str]:
          f"{', '.join(f'{k} {v:g}' for k, v in settings['prices'].items())}; the interval is the 95% paired t-interval over worlds of the strategy's net "
          "utility minus the rule's (`q_cvu`)."), ""]
     for part in settings.get("parts", [])[1:]:
-        what = f"re-run of {', '.join(part['replaces'])}" if part.get("replaces") else "more worlds"
-        out += [f"Merged (`bench_worlds.py --merge`) with a {what}: `{part['command']}`.", ""]
+        what = f"a re-run of {', '.join(part['replaces'])}" if part.get("replaces") else (
+            f"worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}")
+        out += [f"Merged (`bench_worlds.py --merge`) with {what}: `{part['command']}`.", ""]
     for family, summary in data["summary"].items():
         gap = summary.get("_gap") or {}
         closed = gap.get("gap_closed")
@@ -549,6 +556,55 @@ def dp_ceiling(data: dict) -> list[str]:
 
 REGIME_ARMS = {"nominal": "nominal policy", "si": "SI, then retrain at the fit", "dr_wide": "wide DR (contains the truth)",
                "oracle": "retrain at the true ξ (reference)"}
+
+
+def backends(data: dict, sysid: dict | None = None, sysid_mjx: dict | None = None,
+             sysid_mjx_seed1: dict | None = None) -> list[str]:
+    """The built-in worlds on Brax's `generalized` pipeline and on MJX: agreement, speed, SI."""
+    out = _head("backends", "Testbed physics: Brax `generalized` against MJX", data)
+    out += [("Same episodes on both engines (same ξ from a testbed-wide DR, initial states and sensor noise); "
+            "env-steps/s of the warm call at each batch size."), "",
+            "| task | engine | success | score | env-steps/s | first call (s) | Jacobian (s, warm) |",
+            "|---|---|---|---|---|---|---|"]
+    for r in data["results"]:
+        for name, b in r["backends"].items():
+            speed = " / ".join(f"{v:,}" for v in b["env_steps_per_s"].values())
+            out.append(f"| {r['task']} | {name} | {b['success']:.3f} | {b['score']:.3f} | {speed} | "
+                       f"{b['first_call_s']:.1f} | {b['jacobian']['warm_s']:.3f} |")
+    out.append("")
+    sizes = " / ".join(str(n) for n in data["settings"]["envs"])
+    out += [f"Batch sizes {sizes}. MJX minus generalized on the same {data['results'][0]['episodes']} episodes:", ""]
+    for r in data["results"]:
+        d, sc = r["success_mjx_minus_generalized"], r["score_mjx_minus_generalized"]
+        out.append(f"- {r['task']}: success {d['mean']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}], "
+                   f"score {sc['mean']:+.3f} [{sc['ci95'][0]:+.3f}, {sc['ci95'][1]:+.3f}], "
+                   f"same success flag in {r['same_success_flag']:.1%} of the episodes.")
+    out.append("")
+    if data.get("cards"):
+        out += [("The shipped cart-pole world cards, the nominal policy on each (success / unsafe rate, "
+                f"{data['settings']['card_episodes']} episodes, the same on both engines):"), "",
+                "| card | generalized | mjx |", "|---|---|---|"]
+        for r in data["cards"]:
+            cells = [f"{r[b]['success']:.3f} / {r[b]['unsafe']:.3f}" for b in ("generalized", "mjx")]
+            out.append(f"| {r['card']} | {cells[0]} | {cells[1]} |")
+        out.append("")
+    if sysid and sysid_mjx:
+        runs = [("generalized", sysid), ("mjx", sysid_mjx)]
+        commands = f"`{COMMANDS['sysid']}` and `{COMMANDS['sysid_mjx']}`"
+        if sysid_mjx_seed1:
+            runs.append(("mjx, seed 1", sysid_mjx_seed1))
+            commands += f", and `{COMMANDS['sysid_mjx_seed1']}`"
+        out += [f"System identification, central 90% jackknife intervals ({commands}; {_machine(sysid_mjx)}):", "",
+                "| task | engine | repetitions | coverage mass / damping / gear | latency right | median wall (s) |",
+                "|---|---|---|---|---|---|"]
+        for name, d in runs:
+            for r in d["results"]:
+                cov = r["coverage"]["jackknife"]
+                c = " / ".join(f"{cov[f]['coverage']:.2f}" for f in ("mass_scale", "damping_scale", "gear_scale"))
+                out.append(f"| {r['task']} | {name} | {r['reps']} | {c} | {r['latency_hit_rate']:.2f} | "
+                           f"{r['median_wall_s']:.1f} |")
+        out.append("")
+    return out
 
 
 def _regime_good_choices(data: dict, tol: float = 0.05) -> tuple[int, int]:
@@ -679,6 +735,7 @@ SECTIONS = [
     Section(("worlds",), worlds),
     Section(("dp_ceiling",), dp_ceiling),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
+    Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),
 ]
 
 
