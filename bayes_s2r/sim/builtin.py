@@ -35,7 +35,7 @@ import numpy as np
 from brax.envs.base import PipelineEnv, State
 
 from bayes_s2r.errors import InputError
-from bayes_s2r.sim.params import MAX_LATENCY, PARAM_NAMES
+from bayes_s2r.sim.params import DIRECTIONS, MAX_LATENCY, PARAM_NAMES
 from bayes_s2r.sim.rollout import (
     REACHER_REACH,
     REACHER_TARGET_ELBOW,
@@ -54,9 +54,9 @@ __all__ = ["BuiltinEnv", "BuiltinTask", "as_task", "builtin_space"]
 class BuiltinEnv(PipelineEnv):
     """The world's environment as a Brax `PipelineEnv` (cart-pole or reacher).
 
-    Actions in [-1, 1] are scaled to the actuators' control range. An episode ends (the state
-    freezes) when the protocol's unsafe limits are crossed or the state is not finite.
-    `state.info["alive"]` says the success limits held at every step so far; the reward is the
+    Actions in [-1, 1] are scaled to the actuators' control range. `done` is set when the
+    protocol's unsafe limits are crossed or the state is not finite (a non-finite step keeps
+    the previous state); a `Task` then freezes the episode. `state.info["alive"]` says the success limits held at every step so far; the reward is the
     world's per-step score divided by the horizon, so the return is the world's `score`.
     """
 
@@ -138,23 +138,33 @@ def _reacher_success(hold: int, ep: Episode):
     return ep.extra["alive"][-1] & jnp.all(ep.extra["near"][-hold:])
 
 
+@functools.cache
 def builtin_space(env: str = "inverted_pendulum") -> ParamSpace:
-    """The seven `Params` fields of `env` as `ParamSpace` directions (same names, same effect)."""
+    """The seven `Params` fields of `env` as `ParamSpace` directions (same names, same effect).
+
+    Units are those of the built-in `DIRECTIONS` (a sweep level means the same change on both
+    paths); scales accept any positive value, as `Params` does. One space per environment, so
+    the episodes of a task compile once whatever the number of `as_task` calls.
+    """
     if env not in ENVS:
         raise InputError("env", env, f"one of {tuple(ENVS)}")
     spec = ENVS[env]
     links = np.atleast_1d(np.asarray(spec["pole_link"]))
     lo, hi = int(links.min()), int(links.max()) + 1  # the scaled links are contiguous
     n_frames = spec["n_frames"]
+    unit = {d.param: d.unit for d in DIRECTIONS.values()}
+
+    def scaled(name, paths):  # both engines' fields; any positive scale, as Params takes
+        return ModelField(name, paths, unit=unit[name], low=1e-6)
+
     dirs = {
-        "mass_scale": ModelField("mass_scale", (f"link.inertia.mass[{lo}:{hi}]", f"link.inertia.i[{lo}:{hi}]",
-                                                f"body_mass[{lo + 1}:{hi + 1}]", f"body_inertia[{lo + 1}:{hi + 1}]"),
-                                 unit=0.3),
-        "damping_scale": ModelField("damping_scale", ("dof.damping", "dof_damping"), unit=0.3),
-        "gear_scale": ModelField("gear_scale", ("actuator.gear", "actuator_gear"), unit=-0.2),
-        "latency": Latency("latency", max_steps=MAX_LATENCY),
-        "obs_noise": ObsNoise("obs_noise", unit=0.01),
-        "obs_bias": ObsBias("obs_bias", channels=(spec["bias_index"],), unit=0.02),
+        "mass_scale": scaled("mass_scale", (f"link.inertia.mass[{lo}:{hi}]", f"link.inertia.i[{lo}:{hi}]",
+                                            f"body_mass[{lo + 1}:{hi + 1}]", f"body_inertia[{lo + 1}:{hi + 1}]")),
+        "damping_scale": scaled("damping_scale", ("dof.damping", "dof_damping")),
+        "gear_scale": scaled("gear_scale", ("actuator.gear", "actuator_gear")),
+        "latency": Latency("latency", max_steps=MAX_LATENCY, unit=unit["latency"]),
+        "obs_noise": ObsNoise("obs_noise", unit=unit["obs_noise"]),
+        "obs_bias": ObsBias("obs_bias", channels=(spec["bias_index"],), unit=unit["obs_bias"]),
         "control_period": SysFn("control_period", functools.partial(_control_period, n_frames), nominal=0.04,
                                 unit=0.01, low=1e-4),
     }

@@ -39,6 +39,7 @@ retraining, so it fixes a sensor offset exactly and leaves everything else alone
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import time
 import tomllib
 from collections.abc import Mapping
@@ -158,6 +159,21 @@ def _iterations(p: dict, config: CEMConfig, horizon: int) -> int:
     return max(1, round(p["sim_steps"] / (config.population * config.episodes * horizon)))
 
 
+def _check_short_collection(robot: Any, horizon: int) -> None:
+    """A short collection protocol needs a robot whose `collect` takes `horizon=` (checked
+    before anything runs, so a rejected setting charges nothing)."""
+    try:
+        params = inspect.signature(robot.collect).parameters
+    except (TypeError, ValueError):  # a callable without a signature: let the call decide
+        return
+    takes = "horizon" in params or any(q.kind is inspect.Parameter.VAR_KEYWORD for q in params.values())
+    if not takes:
+        raise InputError("real_robot.collect", robot.collect, "a collect(..., horizon=...) for params.collect_horizon")
+    protocol = getattr(robot, "protocol", None)
+    if protocol is not None and horizon > protocol.horizon:
+        raise InputError("params.collect_horizon", horizon, f"at most the robot's horizon {protocol.horizon}")
+
+
 def run_intervention(key: jax.Array, kind: str, params: Mapping[str, Any] | None, policy: LinearPolicy,
                      sim_world: World, real_robot: Any, *, costs: CostModel | None = None,
                      name: str | None = None, round: int = 0) -> InterventionResult:
@@ -188,6 +204,8 @@ def run_intervention(key: jax.Array, kind: str, params: Mapping[str, Any] | None
         interface = getattr(real_robot, "interface", None)
         if interface is not None:
             check_shared_interface(sim_world.interface, interface)
+    if kind == "si_retrain" and p["collect_horizon"] is not None:
+        _check_short_collection(real_robot, p["collect_horizon"])
     start = time.perf_counter()
     hours0 = float(real_robot.hours_used) if is_robot(real_robot) else 0.0
     T, act_size = sim_world.protocol.horizon, sim_world.act_size

@@ -2,8 +2,8 @@
 
 One episode is a pure function of (policy, ξ, initial state, noise key, excitation). The
 compiled batch functions take everything as traced arguments; only the environment name,
-the protocol and the horizon are static, so each (world structure, batch shape) compiles
-exactly once (a test checks `_chunk_fn._cache_size()`).
+the protocol (with its horizon) and the physics backend are static, so each (world structure,
+batch shape) compiles exactly once (a test checks `_chunk_fn._cache_size()`).
 
 Per control step: observe (true state + Gaussian noise + pole-angle bias), act with the
 policy (plus a known excitation signal, for identification), push the action through a

@@ -56,7 +56,11 @@ def test_space_matches_params(sim):
     bt = sim.as_task(sim.make_world(params={"mass_scale": 1.3, "latency": 2, "obs_bias": 0.02}))
     assert bt.space.names == sim.PARAM_NAMES
     assert bt.values.tolist() == pytest.approx([1.3, 1.0, 1.0, 2.0, 0.0, 0.02, 0.04])
-    assert sim.as_task(sim.make_world()).task is bt.task  # one task (one compile) per protocol
+    again = sim.as_task(sim.make_world(params={"damping_scale": 0.03}))  # any positive scale, as Params
+    assert again.task is bt.task and again.space == bt.space  # one task and space: one compile
+    assert again.values[1] == pytest.approx(0.03)
+    units = {d.param: d.unit for d in sim.DIRECTIONS.values()}  # a sweep level means the same on both paths
+    assert {d.name: d.unit for d in bt.space.directions if d.name in units} == pytest.approx(units)
     with pytest.raises(InputError, match="world"):
         sim.as_task("inverted_pendulum")
 

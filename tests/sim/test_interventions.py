@@ -126,5 +126,17 @@ def test_si_collects_under_its_own_short_protocol(sim, world, nominal, compiled)
     assert res.records[1].executions == 2 and robot.protocol.horizon == 200  # the robot's own is unchanged
     with pytest.raises(InputError, match="horizon"):
         robot.collect(jax.random.key(0), nominal, 2, horizon=201)
-    with pytest.raises(InputError, match="params.collect_horizon"):
-        sim.run_intervention(jax.random.key(5), "si_retrain", {"collect_horizon": 0.5}, nominal, world, robot)
+    for bad in (0.5, 201):
+        with pytest.raises(InputError, match="params.collect_horizon"):
+            sim.run_intervention(jax.random.key(5), "si_retrain", {"collect_horizon": bad}, nominal, world, robot)
+
+    class NoShortEpisodes:  # a lab's robot whose collect has no horizon
+        hours_used = 0.0
+
+        def run(self, key, policy, episodes): ...
+
+        def collect(self, key, policy, episodes, excitation=0.0): ...
+
+    with pytest.raises(InputError, match="real_robot.collect"):
+        sim.run_intervention(jax.random.key(5), "si_retrain", {"collect_horizon": 20}, nominal, world,
+                             NoShortEpisodes())
