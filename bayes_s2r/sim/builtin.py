@@ -38,11 +38,13 @@ from bayes_s2r.errors import InputError
 from bayes_s2r.sim.params import DIRECTIONS, MAX_LATENCY, PARAM_NAMES
 from bayes_s2r.sim.rollout import (
     REACHER_REACH,
-    REACHER_TARGET_ELBOW,
-    REACHER_TARGET_SHOULDER,
-    REACHER_TIP,
-    _reacher_fk,
+    _cartpole_limits,
+    _initial_states,
+    _is_finite,
+    _reacher_distance,
     _reacher_ik,
+    _reacher_obs,
+    _to_ctrl,
 )
 from bayes_s2r.sim.space import Latency, ModelField, ObsBias, ObsNoise, ParamSpace, SysFn
 from bayes_s2r.sim.task import Episode, Task
@@ -69,53 +71,34 @@ class BuiltinEnv(PipelineEnv):
         super().__init__(_base_system(env), backend=backend, n_frames=ENVS[env]["n_frames"])
 
     def reset(self, rng: jax.Array) -> State:
-        sys, s = self.sys, self.protocol.init_scale
-        k1, k2, k3, k4 = jax.random.split(rng, 4)
-        if self.env_name == "reacher":  # `rollout._sample_init_reacher`, one episode
-            arm = sys.init_q[:2] + jax.random.uniform(k1, (2,), minval=-s, maxval=s)
-            shoulder = jax.random.uniform(k2, (), minval=REACHER_TARGET_SHOULDER[0], maxval=REACHER_TARGET_SHOULDER[1])
-            elbow = jax.random.uniform(k3, (), minval=REACHER_TARGET_ELBOW[0], maxval=REACHER_TARGET_ELBOW[1])
-            q = jnp.concatenate([arm, jnp.stack(_reacher_fk(shoulder, elbow))])
-            qd = jnp.concatenate([jax.random.uniform(k4, (2,), minval=-s, maxval=s), jnp.zeros(sys.qd_size() - 2)])
-            goal = jnp.stack(_reacher_ik(q[2], q[3]))
-        else:
-            q = sys.init_q + jax.random.uniform(k1, (sys.q_size(),), minval=-s, maxval=s)
-            qd = jax.random.uniform(k2, (sys.qd_size(),), minval=-s, maxval=s)
-            goal = jnp.zeros(2)
+        q0, qd0 = _initial_states(rng, self.env_name, self.sys, self.protocol.init_scale, 1)
+        q, qd = q0[0], qd0[0]
+        goal = jnp.stack(_reacher_ik(q[2], q[3])) if self.env_name == "reacher" else jnp.zeros(2)
         ps = self.pipeline_init(q, qd)
         info = {"goal": goal, "alive": jnp.array(True), "near": jnp.array(False)}
         return State(ps, self._obs(ps, goal), jnp.zeros(()), jnp.zeros(()), {}, info)
 
     def _obs(self, ps, goal):
         if self.env_name == "reacher":
-            err = ps.q[:2] - goal
-            err = err.at[0].set(jnp.arctan2(jnp.sin(err[0]), jnp.cos(err[0])))
-            return jnp.concatenate([err, ps.qd[:2]])
+            return _reacher_obs(ps.q, ps.qd, goal)
         return jnp.concatenate([ps.q, ps.qd])
 
     def step(self, state: State, action: jax.Array) -> State:
-        from brax import math as bmath
-
         p = self.protocol
-        lo, hi = self.sys.actuator.ctrl_range[:, 0], self.sys.actuator.ctrl_range[:, 1]
-        ctrl = (jnp.clip(action, -1.0, 1.0) + 1.0) * (hi - lo) * 0.5 + lo
-        new = self.pipeline_step(state.pipeline_state, ctrl)
-        finite = jnp.all(jnp.isfinite(new.q)) & jnp.all(jnp.isfinite(new.qd))
+        new = self.pipeline_step(state.pipeline_state, _to_ctrl(self.sys, jnp.clip(action, -1.0, 1.0)))
+        finite = _is_finite(new)
         new = jax.tree.map(lambda n, o: jnp.where(finite, n, o), new, state.pipeline_state)
         info = dict(state.info)
         if self.env_name == "reacher":
             alive = state.info["alive"] & finite & jnp.all(jnp.abs(new.qd[:2]) <= p.speed_limit)
-            tip = new.x.pos[1] + bmath.rotate(jnp.array([REACHER_TIP, 0.0, 0.0]), new.x.rot[1])
-            dist = jnp.linalg.norm(tip[:2] - new.x.pos[2, :2])
+            dist = _reacher_distance(new)
             shaped = 1.0 - dist / REACHER_REACH
             info["near"] = alive & (dist <= p.reach_tolerance)
             done = ~alive
         else:
-            x, ang = new.q[0], new.q[1]
-            ok = (jnp.abs(ang) <= p.angle_limit) & (jnp.abs(x) <= p.rail_limit) & finite
+            ok, fell, hit, shaped = _cartpole_limits(new.q, p, finite)
             alive = state.info["alive"] & ok
-            shaped = 1.0 - 0.5 * (ang / p.angle_limit) ** 2 - 0.5 * (x / p.rail_limit) ** 2
-            done = (jnp.abs(ang) > p.fall_limit) | ~finite | (jnp.abs(x) > p.rail_end)
+            done = fell | hit
         info["alive"] = alive
         reward = jnp.where(alive, jnp.clip(shaped, 0.0, 1.0), 0.0) / p.horizon
         return state.replace(pipeline_state=new, obs=self._obs(new, state.info["goal"]), reward=reward,

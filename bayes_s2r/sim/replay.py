@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayes_s2r.sim.params import MAX_LATENCY, Params
-from bayes_s2r.sim.rollout import _control_step, _reacher_ik, _setup
+from bayes_s2r.sim.rollout import _control_step, _reacher_ik, _reacher_obs, _setup
 from bayes_s2r.sim.world import World
 
 __all__ = ["residuals", "segments", "sse_population", "with_scales"]
@@ -38,9 +38,7 @@ def _replay_segment(env, backend, policy, params, q0, qd0, goal, buf0, exc):
         state, buf = carry
         t, e = inputs
         if env == "reacher":
-            err = state.q[:2] - goal
-            err = err.at[0].set(jnp.arctan2(jnp.sin(err[0]), jnp.cos(err[0])))
-            true_obs = jnp.concatenate([err, state.qd[:2]])
+            true_obs = _reacher_obs(state.q, state.qd, goal)
         else:
             true_obs = jnp.concatenate([state.q, state.qd])
         obs, _, buf, new, finite = _control_step(spec, sys, policy, params, latency, key, t, e,

@@ -184,21 +184,40 @@ def _setup(env: str, backend: str, params: Params, q0, qd0):
     return spec, sys, latency, spec["pipeline"].init(sys, q0, qd0)
 
 
+def _to_ctrl(sys, a):
+    """Actions in [-1, 1] scaled to the actuators' control range."""
+    lo, hi = sys.actuator.ctrl_range[:, 0], sys.actuator.ctrl_range[:, 1]
+    return (a + 1.0) * (hi - lo) * 0.5 + lo
+
+
+def _is_finite(state):
+    """The physics state holds no NaN or inf."""
+    return jnp.all(jnp.isfinite(state.q)) & jnp.all(jnp.isfinite(state.qd))
+
+
+def _cartpole_limits(q, p: Protocol, finite):
+    """(within the success limits, fell, hit the rail end, the step's shaped score) at q."""
+    x, ang = q[0], q[1]
+    ok = (jnp.abs(ang) <= p.angle_limit) & (jnp.abs(x) <= p.rail_limit) & finite
+    fell = (jnp.abs(ang) > p.fall_limit) | ~finite
+    hit = jnp.abs(x) > p.rail_end
+    shaped = 1.0 - 0.5 * (ang / p.angle_limit) ** 2 - 0.5 * (x / p.rail_limit) ** 2
+    return ok, fell, hit, shaped
+
+
 def _control_step(spec, sys, policy, params: Params, latency, key, t, exc, true_obs, bias, buf, state):
     """Observe (noise, bias), act, delay the action by the latency, step the physics.
 
     Returns (obs, action, action buffer, new state, whether the new state is finite).
     """
     step = spec["pipeline"].step
-    lo, hi = sys.actuator.ctrl_range[:, 0], sys.actuator.ctrl_range[:, 1]
     noise = jax.random.normal(jax.random.fold_in(key, t), true_obs.shape) * params.obs_noise
     obs = true_obs + noise + bias
     a = jnp.clip(act(policy, obs) + exc, -1.0, 1.0)
     buf = jnp.concatenate([a[None], buf[:-1]])
-    ctrl = (buf[latency] + 1.0) * (hi - lo) * 0.5 + lo
+    ctrl = _to_ctrl(sys, buf[latency])
     new = jax.lax.fori_loop(0, spec["n_frames"], lambda _, s: step(sys, s, ctrl), state)
-    finite = jnp.all(jnp.isfinite(new.q)) & jnp.all(jnp.isfinite(new.qd))
-    return obs, a, buf, new, finite
+    return obs, a, buf, new, _is_finite(new)
 
 
 def _episode(env: str, backend: str, protocol: Protocol, policy, params: Params, q0, qd0, key, excitation):
@@ -215,13 +234,9 @@ def _episode(env: str, backend: str, protocol: Protocol, policy, params: Params,
                                                  true_obs, bias, buf, state)
         keep_old = term | ~finite
         new = jax.tree.map(lambda n, o: jnp.where(keep_old, o, n), new, state)
-        x, ang = new.q[0], new.q[1]
-        ok = (jnp.abs(ang) <= p.angle_limit) & (jnp.abs(x) <= p.rail_limit) & finite
+        ok, fell, hit, shaped = _cartpole_limits(new.q, p, finite)
         alive = alive & ok
-        fell = (jnp.abs(ang) > p.fall_limit) | ~finite
-        hit = jnp.abs(x) > p.rail_end
         term_flags = (term | fell | hit, fell, hit)
-        shaped = 1.0 - 0.5 * (ang / p.angle_limit) ** 2 - 0.5 * (x / p.rail_limit) ** 2
         score = score + jnp.where(alive, jnp.clip(shaped, 0.0, 1.0), 0.0)
         steps = steps + alive.astype(jnp.int32)
         carry = (new, buf, alive, term_flags[0], steps, score)
@@ -262,33 +277,38 @@ def _reacher_ik(x, y):
     return shoulder, elbow
 
 
+def _reacher_obs(q, qd, goal):
+    """[shoulder error (wrapped to (−π, π]), elbow error, shoulder and elbow velocity]."""
+    err = q[:2] - goal
+    err = err.at[0].set(jnp.arctan2(jnp.sin(err[0]), jnp.cos(err[0])))
+    return jnp.concatenate([err, qd[:2]])
+
+
+def _reacher_distance(state):
+    """Distance (m) in the plane from the fingertip to the target."""
+    from brax import math as bmath
+
+    tip = state.x.pos[1] + bmath.rotate(jnp.array([REACHER_TIP, 0.0, 0.0]), state.x.rot[1])
+    return jnp.linalg.norm(tip[:2] - state.x.pos[2, :2])
+
+
 def _episode_reacher(env: str, backend: str, protocol: Protocol, policy, params: Params, q0, qd0, key,
                      excitation):
     """One reacher episode (task in the module docstring); same outputs as `_episode`. Traceable."""
-    from brax import math as bmath
-
     spec, sys, latency, state0 = _setup(env, backend, params, q0, qd0)
     p = protocol
     goal = jnp.stack(_reacher_ik(q0[2], q0[3]))  # the target never moves
     bias = jnp.zeros(spec["obs_size"]).at[spec["bias_index"]].set(params.obs_bias)
-    tip_offset = jnp.array([REACHER_TIP, 0.0, 0.0])
     hold = min(p.hold_steps, p.horizon)
-
-    def distance(state):
-        tip = state.x.pos[1] + bmath.rotate(tip_offset, state.x.rot[1])
-        return jnp.linalg.norm(tip[:2] - state.x.pos[2, :2])
 
     def step(carry, inputs):
         state, buf, alive, steps, score = carry
         t, exc = inputs
-        err = state.q[:2] - goal
-        err = err.at[0].set(jnp.arctan2(jnp.sin(err[0]), jnp.cos(err[0])))
-        true_obs = jnp.concatenate([err, state.qd[:2]])
         obs, a, buf, new, finite = _control_step(spec, sys, policy, params, latency, key, t, exc,
-                                                 true_obs, bias, buf, state)
+                                                 _reacher_obs(state.q, state.qd, goal), bias, buf, state)
         new = jax.tree.map(lambda n, o: jnp.where(~alive | ~finite, o, n), new, state)
         alive = alive & finite & jnp.all(jnp.abs(new.qd[:2]) <= p.speed_limit)
-        dist = distance(new)
+        dist = _reacher_distance(new)
         near = alive & (dist <= p.reach_tolerance)
         score = score + jnp.where(alive, jnp.clip(1.0 - dist / REACHER_REACH, 0.0, 1.0), 0.0)
         steps = steps + alive.astype(jnp.int32)
@@ -371,21 +391,21 @@ def _run_split(env, protocol, tree, record, mesh, backend):
 
 def sample_init(key: jax.Array, world: World, n: int) -> tuple[jax.Array, jax.Array]:
     """`n` initial states (q0 [n, q], qd0 [n, qd]) from the protocol's distribution."""
-    sys = world.sys
-    if world.env == "reacher":
-        return _sample_init_reacher(key, world, n)
-    k1, k2 = jax.random.split(key)
-    s = world.protocol.init_scale
-    q0 = sys.init_q + jax.random.uniform(k1, (n, sys.q_size()), minval=-s, maxval=s)
-    qd0 = jax.random.uniform(k2, (n, sys.qd_size()), minval=-s, maxval=s)
-    return q0, qd0
+    return _initial_states(key, world.env, world.sys, world.protocol.init_scale, n)
 
 
-def _sample_init_reacher(key: jax.Array, world: World, n: int) -> tuple[jax.Array, jax.Array]:
-    """Reacher initial states: arm near its init pose, target at the tip of a random pose."""
-    sys = world.sys
+def _initial_states(key: jax.Array, env: str, sys, s: float, n: int) -> tuple[jax.Array, jax.Array]:
+    """`n` initial states of `env` with half-width `s` (the protocol's init_scale).
+
+    Cart-pole: q and qd uniform in ±s around the MJCF's. Reacher: the arm near its init
+    pose, the target at the tip of a random joint-space pose.
+    """
+    if env != "reacher":
+        k1, k2 = jax.random.split(key)
+        q0 = sys.init_q + jax.random.uniform(k1, (n, sys.q_size()), minval=-s, maxval=s)
+        qd0 = jax.random.uniform(k2, (n, sys.qd_size()), minval=-s, maxval=s)
+        return q0, qd0
     k1, k2, k3, k4 = jax.random.split(key, 4)
-    s = world.protocol.init_scale
     arm = sys.init_q[:2] + jax.random.uniform(k1, (n, 2), minval=-s, maxval=s)
     shoulder = jax.random.uniform(k2, (n,), minval=REACHER_TARGET_SHOULDER[0], maxval=REACHER_TARGET_SHOULDER[1])
     elbow = jax.random.uniform(k3, (n,), minval=REACHER_TARGET_ELBOW[0], maxval=REACHER_TARGET_ELBOW[1])
