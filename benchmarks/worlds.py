@@ -219,14 +219,11 @@ def history(family: Family, campaigns: int = 12) -> list[list[PairedEval]]:
     return out
 
 
-#: The effects' prior means searched by `team_prior(..., fit_location=True)` (logits).
-GAIN_LOCS = (-0.5, -0.25, 0.0, 0.15, 0.3, 0.5)
-
-
-def team_prior(family: Family, fit_location: bool = False) -> dict:
-    """The gain prior a team with `history(family)` behind it brings (`bs.fit_gain_prior`);
-    with `fit_location` the effects' prior mean is fitted too (over `GAIN_LOCS`)."""
-    fit = bs.fit_gain_prior(history(family), gain_locs=GAIN_LOCS if fit_location else None)
+def team_prior(family: Family, fit_location: bool = True) -> dict:
+    """The gain prior a team with `history(family)` behind it brings (`bs.fit_gain_prior`,
+    which fits the effects' prior mean too); without `fit_location` the mean stays the
+    library's."""
+    fit = bs.fit_gain_prior(history(family), **({} if fit_location else {"gain_locs": None}))
     out = {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df}
     return {**out, "gain_loc": fit.prior.gain_loc} if fit_location else out
 

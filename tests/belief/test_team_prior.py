@@ -23,7 +23,8 @@ def _simulate(rng, effects: int, scale: float, df: float | None, episodes: int =
                                                ((0, 6, 4, 6), 4.0, 3.0)])
 def test_the_evidence_of_one_effect_matches_monte_carlo(counts, scale, df):
     st, nt, sc, nc = counts
-    fit = fit_gain_prior([[PairedEval("a", st, nt, sc, nc)]], candidate_scales=[scale], candidate_dfs=[df])
+    fit = fit_gain_prior([[PairedEval("a", st, nt, sc, nc)]], candidate_scales=[scale], candidate_dfs=[df],
+                         gain_locs=None)  # at the base prior's mean, 0.3
     rng = np.random.default_rng(0)
     n = 2_000_000
     alpha = rng.normal(0.0, 1.5, n)
@@ -88,6 +89,7 @@ def test_the_other_settings_of_the_base_prior_are_kept():
     ({"candidate_scales": [0.0]}, "candidate_scales"),
     ({"candidate_scales": []}, "candidate_scales"),
     ({"candidate_dfs": [-1.0]}, "candidate_dfs"),
+    ({"min_effects_for_loc": -1}, "min_effects_for_loc"),
 ])
 def test_bad_input_is_refused_by_name(kwargs, field):
     args = {"histories": [[PairedEval("a", 1, 2, 1, 2)]], **kwargs}
@@ -96,15 +98,20 @@ def test_bad_input_is_refused_by_name(kwargs, field):
     assert err.value.field == field
 
 
-def test_the_effects_location_is_searched_when_asked():
+def test_the_effects_location_is_searched_by_default():
     rng = np.random.default_rng(3)
     past = []
     for c in range(30):  # a team whose interventions mostly cost a little performance
         a, d = rng.normal(0.0, 0.3, 4), rng.normal(-0.6, 0.15, 4)
         past.append([bs.PairedEval(f"c{k}", int(rng.binomial(64, 1 / (1 + np.exp(-(a[k] + d[k]))))), 64,
                                    int(rng.binomial(64, 1 / (1 + np.exp(-a[k])))), 64) for k in range(4)])
-    assert bs.fit_gain_prior(past).prior.gain_loc == bs.GainPrior().gain_loc  # not searched: the base's
-    fit = bs.fit_gain_prior(past, gain_locs=(-1.0, -0.5, 0.0, 0.3))
-    assert fit.prior.gain_loc == -0.5
+    assert bs.fit_gain_prior(past).prior.gain_loc == -0.5  # the lowest of DEFAULT_LOCS
+    few = bs.fit_gain_prior(past[:2])  # 8 effects: too few to place the mean, the base's is kept
+    assert few.prior.gain_loc == bs.GainPrior().gain_loc
+    assert bs.fit_gain_prior(past[:2], min_effects_for_loc=8).prior.gain_loc < 0
+    kept = bs.fit_gain_prior(past, gain_locs=None, base=bs.GainPrior(gain_loc=0.2))
+    assert kept.prior.gain_loc == 0.2  # not searched: the base's
+    fit = bs.fit_gain_prior(past, gain_locs=(-1.0, -0.6, 0.0, 0.3))
+    assert fit.prior.gain_loc == -0.6
     with pytest.raises(bs.InputError, match="gain_locs"):
         bs.fit_gain_prior(past, gain_locs=())
