@@ -109,7 +109,8 @@ def history_priors(table, worlds, args) -> dict[str, dict]:
         past = [history_records(table, w, candidates, episodes=args.eval_episodes, seed=HISTORY_SEED)
                 for w in table.worlds() if w != world]
         fit = bs.fit_gain_prior(past)
-        out[world] = {"prior": {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df},
+        out[world] = {"prior": {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df,
+                                "gain_loc": fit.prior.gain_loc},
                       "effects": fit.effects, "log_bayes_factor_vs_normal": round(fit.best_minus_normal, 3)}
     return out
 

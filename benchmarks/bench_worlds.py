@@ -125,7 +125,7 @@ def summarize(rows: list[dict], strategies: tuple[str, ...]) -> dict:
 
 
 # Settings that may differ between parts of one table: which worlds and families, how run.
-_PART_SETTINGS = ("worlds", "first_world", "command", "wall_seconds", "parts", "families", "team_priors")
+_PART_SETTINGS = ("worlds", "first_world", "command", "wall_seconds", "parts", "families", "team_priors", "note")
 
 
 def merge(results: list[dict]) -> dict:
@@ -161,7 +161,8 @@ def merge(results: list[dict]) -> dict:
             priors[family] = settings.get("team_priors", {}).get(family)
         for part in settings.get("parts") or [{
                 "worlds": settings["worlds"], "first_world": settings["first_world"], "command": settings["command"],
-                "wall_seconds": settings["wall_seconds"], "machine": result["machine"]}]:
+                "wall_seconds": settings["wall_seconds"], "machine": result["machine"],
+                **({"note": settings["note"]} if "note" in settings else {})}]:
             parts.append({**part, "families": part.get("families", settings["families"]),
                           **({"replaces": replaced} if replaced else {})})
     strategies = tuple(same["strategies"])
@@ -171,7 +172,8 @@ def merge(results: list[dict]) -> dict:
             "settings": {**same, "families": list(by_family), "team_priors": priors, "worlds": len(worlds),
                          "first_world": worlds[0], "parts": parts,
                          "command": "python benchmarks/bench_worlds.py --merge ...",
-                         "wall_seconds": sum(part["wall_seconds"] for part in parts)},
+                         "wall_seconds": None if any(p["wall_seconds"] is None for p in parts)
+                         else sum(p["wall_seconds"] for p in parts)},
             "summary": {f: summarize(by_family[f], strategies) for f in by_family},
             "rows": rows}
 

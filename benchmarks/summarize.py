@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import common
+import numpy as np
 
 from bayes_s2r.models.gains import GainPrior
 
@@ -193,9 +194,11 @@ def _prior_sentence(data: dict) -> str:
     chosen = sorted(_fitted_priors(data), key=str)
     what = "; ".join(f"scale {sc:g}, " + ("normal" if df is None else f"Student-t ν = {df:g}") for sc, df in chosen)
     effects = sorted({f["effects"] for f in fits.values()})
+    locs = sorted({f["prior"]["gain_loc"] for f in fits.values() if "gain_loc" in f["prior"]})
+    mean = f"; effects' prior mean {'/'.join(f'{x:g}' for x in locs)} logits" if locs else ""
     return (" The belief-based strategies share the team's gain prior, fitted per world by "
             f"`bs.fit_gain_prior` from one past campaign on each other world ({'/'.join(map(str, effects))} "
-            f"past effects): candidate level {what}.")
+            f"past effects): candidate level {what}{mean}.")
 
 
 def _library_prior(data: dict, library: dict, name: str) -> list[str]:
@@ -483,7 +486,39 @@ WORLD_COLUMNS = (("net utility", "net_utility_mean", "{:.3f}"), ("final J", "fin
                  ("decisions (with the stop)", "rounds_mean", "{:.1f}"))
 
 
-def worlds(data: dict) -> list[str]:
+def _paired_rows(a: dict, b: dict, family: str, strategy: str) -> tuple[float, float, float, int]:
+    """Mean and 95% interval over the worlds both tables ran of (a's net utility − b's)."""
+    rows = [{(r["world"], r["strategy"]): r["net_utility"] for r in d["rows"] if r["family"] == family}
+            for d in (a, b)]
+    worlds = sorted(w for w, s in rows[0] if s == strategy and (w, s) in rows[1])
+    diff = np.array([rows[0][w, strategy] - rows[1][w, strategy] for w in worlds])
+    lo, hi = common.t_interval(diff)
+    return float(diff.mean()), lo, hi, len(worlds)
+
+
+def _worlds_location(data: dict, fixed: dict) -> list[str]:
+    """The rule under the fitted prior mean against the rule under the library's, paired by world."""
+    out = [("The team prior's mean: `bs.fit_gain_prior` fits the effects' prior mean (`gain_loc`) as well as the "
+            "candidate level's scale and tail. The same worlds with the mean kept at the library's 0.3 "
+            "(`--gain-prior history-fixed-loc`, `benchmarks/results/worlds_fixed_loc.json`; its parts' commands are "
+            "in its settings), paired by world:"), "",
+           "| family | fitted mean | q_cvu, fitted − fixed, 95% | mv_greedy − q_cvu, fitted | mv_greedy − q_cvu, fixed |",
+           "|---|---|---|---|---|"]
+    for family in data["summary"]:
+        if family not in fixed["summary"]:
+            continue
+        loc = (data["settings"].get("team_priors") or {}).get(family, {}).get("gain_loc")
+        m, lo, hi, n = _paired_rows(data, fixed, family, "q_cvu")
+        cells = []
+        for d in (data, fixed):
+            row = d["summary"][family].get("mv_greedy", {}).get("minus_q_cvu")
+            cells.append("" if row is None else f"{row['mean']:+.3f} [{row['ci95'][0]:+.3f}, {row['ci95'][1]:+.3f}]")
+        out.append(f"| {family} | {'' if loc is None else f'{loc:g}'} | {m:+.3f} [{lo:+.3f}, {hi:+.3f}] ({n} worlds) | "
+                   + " | ".join(cells) + " |")
+    return out + [""]
+
+
+def worlds(data: dict, fixed: dict | None = None) -> list[str]:
     """Random-world families: each strategy's net utility against the rule's, paired over worlds."""
     settings = data["settings"]
     out = _head("worlds", "Allocation quality on random worlds", data) + [
@@ -496,6 +531,8 @@ def worlds(data: dict) -> list[str]:
         what = f"a re-run of {', '.join(part['replaces'])}" if part.get("replaces") else (
             f"worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}")
         out += [f"Merged (`bench_worlds.py --merge`) with {what}: `{part['command']}`.", ""]
+    out += [f"Note on worlds {p['first_world']}–{p['first_world'] + p['worlds'] - 1}: {p['note']}." for p in
+            settings.get("parts", []) if p.get("note")]
     for family, summary in data["summary"].items():
         gap = summary.get("_gap") or {}
         closed = gap.get("gap_closed")
@@ -512,7 +549,7 @@ def worlds(data: dict) -> list[str]:
             out.append(f"| {name} | " + " | ".join(fmt.format(row[key]) for _, key, fmt in WORLD_COLUMNS)
                        + f" | {cell} |")
         out.append("")
-    return out
+    return out + (_worlds_location(data, fixed) if fixed else [])
 
 
 def dp_ceiling(data: dict) -> list[str]:
@@ -732,7 +769,7 @@ SECTIONS = [
     Section(("scaling",), scaling),
     Section(("cli_errors",), cli_errors),
     Section(("cli_decide",), cli_decide),
-    Section(("worlds",), worlds),
+    Section(("worlds", "worlds_fixed_loc"), worlds),
     Section(("dp_ceiling",), dp_ceiling),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -76,6 +76,13 @@ def test_bench_worlds_resumes_from_its_rows_and_merges_parts(tmp_path):
 
     assert untimed(merged["summary"]) == untimed(both["summary"]) and merged["settings"]["worlds"] == 2
     assert [p["first_world"] for p in merged["settings"]["parts"]] == [0, 1]
+    # a part may carry a note and an unknown run time: the note stays with its part
+    noted = {**first, "settings": {**first["settings"], "note": "rerun over kept rows", "wall_seconds": None}}
+    parts[0].write_text(json.dumps(noted))
+    merged = bench_worlds.main(["--merge", *map(str, parts)])
+    assert merged["settings"]["parts"][0]["note"] == "rerun over kept rows" and "note" not in merged["settings"]
+    assert merged["settings"]["wall_seconds"] is None
+    parts[0].write_text(json.dumps(first))
     # a family re-run on the same worlds replaces it; a partial overlap is refused
     again = bench_worlds.main(["--merge", str(parts[0]), str(parts[0])])
     assert again["rows"] == first["rows"] and again["settings"]["parts"][1]["replaces"] == ["needle"]
