@@ -128,7 +128,7 @@ def _config(args, seed: int, prior: dict):
         max_rounds=args.rounds, cvu_samples=args.cvu_samples, fit_method="svi",
         fit_options={"svi_steps": args.svi_steps, **({"prior": prior} if prior else {})},
         deploy_episodes=args.deploy_episodes, seed=seed, repeat_share=args.repeat_share,
-        lookahead_depth=args.lookahead_depth,
+        lookahead_depth=args.lookahead_depth, continuation=args.continuation,
         # a short SVI run may stop before its ELBO settles; decide on it rather than abort the campaign
         allow_bad_belief=True)
 
@@ -265,9 +265,12 @@ def main(argv=None) -> dict:
     p.add_argument("--repeat-share", type=float, default=0.0,
                    help="what the look-ahead expects a repeat of the adaptation just deployed to bring "
                         "(CampaignConfig.repeat_share, default 0: nothing; 1: as much again)")
+    p.add_argument("--continuation", default=CAMPAIGN_DECIDE["continuation"], choices=("g0", "rollout"),
+                   help="what stands for the rest of the campaign in the toolkit's look-ahead "
+                        "(CampaignConfig.continuation; default: the campaign's)")
     p.add_argument("--lookahead-depth", type=int, default=1, choices=(1, 2),
-                   help="decisions the toolkit's look-ahead sees after the one it scores "
-                        "(CampaignConfig.lookahead_depth; 2 values pilots before costly tries)")
+                   help="decisions the toolkit's look-ahead sees after the one it scores, with "
+                        "--continuation g0 (CampaignConfig.lookahead_depth; 2 values pilots before costly tries)")
     p.add_argument("--train-iterations", type=int, default=8, help="CEM iterations of sim retraining (table)")
     p.add_argument("--table-episodes", type=int, default=512, help="episodes of each true-J measurement")
     p.add_argument("--cache", default=os.environ.get("BAYES_S2R_CACHE", str(Path.home() / ".cache" / "bayes_s2r")))

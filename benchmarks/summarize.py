@@ -44,12 +44,12 @@ COMMANDS = {
     "allocation_scarce": ("python benchmarks/bench_allocation.py --worlds all --seeds 100 --budget-real 1.6 "
                           "--out benchmarks/results/allocation_scarce.json"),
     "allocation_scarce_pilots": ("python benchmarks/bench_allocation.py --worlds all --seeds 100 --budget-real 1.6 "
-                                 "--pilot-episodes 12 --lookahead-depth 2 "
+                                 "--pilot-episodes 12 "
                                  "--out benchmarks/results/allocation_scarce_pilots.json"),
     **{f"{name}{LIBRARY_PRIOR}": (f"python benchmarks/bench_allocation.py --worlds all --seeds 100 {flags}"
                                   f"--gain-prior '{{}}' --out benchmarks/results/{name}{LIBRARY_PRIOR}.json")
        for name, flags in (("allocation", ""), ("allocation_scarce", "--budget-real 1.6 "),
-                           ("allocation_scarce_pilots", "--budget-real 1.6 --pilot-episodes 12 --lookahead-depth 2 "))},
+                           ("allocation_scarce_pilots", "--budget-real 1.6 --pilot-episodes 12 "))},
     "decide": "python benchmarks/bench_decide.py --full --out benchmarks/results/decide.json",
     "fit": "python benchmarks/bench_fit.py --out benchmarks/results/fit.json",
     "sbc_gains": "python benchmarks/sbc_gains.py --out benchmarks/results/sbc_gains.json",
@@ -337,7 +337,11 @@ def allocation_scarce_pilots(data: dict, library: dict | None = None) -> list[st
     note = (f"The same candidates plus one pilot per adaptation that does not act on the robot: it builds "
             f"the adapted policy and evaluates it with {n} episodes per arm without deploying it (its gain is "
             "0; a later run of that adaptation reuses the policy). ")
-    if data["settings"].get("lookahead_depth", 1) == 2:
+    if data["settings"].get("continuation", "g0") == "rollout":
+        note += ("The toolkit's rule values a pilot by the rest of the campaign it changes (the `rollout` "
+                 "continuation): in each simulated outcome of the pilot, the index policy then runs the "
+                 "rounds left on the belief the pilot leaves. ")
+    elif data["settings"].get("lookahead_depth", 1) == 2:
         note += ("The toolkit's rule looks two decisions ahead (`CampaignConfig(lookahead_depth=2)`): one "
                  "step ahead, a pilot followed by the run it points to looks no better than that run alone; "
                  "the second step shows the try the pilot saves. ")

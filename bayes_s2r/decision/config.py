@@ -51,7 +51,7 @@ class DecideConfig(NamedTuple):
         multi: "lexicographic" or "pareto".
         allow_bad_belief: accept a belief whose diagnostics are not ok.
         lookahead_depth: decisions the look-ahead sees after m: 1 (DESIGN's CVU, the default)
-            or 2. A one-step look-ahead cannot value an experiment whose worth shows only two
+            or 2 (with the "g0" continuation only). A one-step look-ahead cannot value an experiment whose worth shows only two
             decisions later, e.g. a cheap pilot that decides which of several costly tries to
             make; depth 2 costs about `inner_samples` × `inner_draws` / draws one-step
             look-aheads.
@@ -126,6 +126,9 @@ class DecideConfig(NamedTuple):
         require_choice("multi", cfg.multi, MULTI_MODES)
         require_choice("continuation", cfg.continuation, CONTINUATIONS)
         horizon = require_int("horizon", cfg.horizon, 0)
+        if depth == 2 and cfg.continuation == "rollout":  # the rollout already sees every round left
+            raise InputError("lookahead_depth", cfg.lookahead_depth,
+                             "1 with continuation 'rollout' (it looks over all the decisions left); 2 with 'g0'")
         return cfg._replace(
             alpha_exec=alpha, delta=delta, beta=beta, cvu_samples=k, seed=seed, utility_level=level,
             collapse_ess=ess, bucket=bucket, chunk_bytes=chunk, objectives=objectives, objective_tol=tol,

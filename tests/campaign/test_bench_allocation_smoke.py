@@ -81,7 +81,8 @@ def test_a_history_prior_is_fitted_per_world_from_the_other_worlds_and_reaches_t
         past = history_records(SyntheticTable(bench_allocation.SYNTHETIC), other, bench_candidates(48),
                                episodes=48, seed=bench_allocation.HISTORY_SEED)
         expected = bs.fit_gain_prior([past]).prior
-        assert fit["prior"] == {"candidate_scale": expected.candidate_scale, "candidate_df": expected.candidate_df}
+        assert fit["prior"] == {"candidate_scale": expected.candidate_scale, "candidate_df": expected.candidate_df,
+                                "gain_loc": expected.gain_loc}
         assert fit["effects"] == len(past) == 5
         assert fit["prior"] in seen  # the campaigns of that world were configured with it
 
@@ -171,7 +172,7 @@ def test_the_starting_policy_can_come_with_its_deployment_record(capsys):
     assert rec == ex.deployment_record(40, seed=3) and rec.successes < 20  # J 0.1: same seed, same record
     result = bench_allocation.main(["--synthetic", "--worlds", "syn_a", "--seeds", "1", "--rounds", "3",
                                     "--strategies", "q_cvu", "--svi-steps", "200", "--cvu-samples", "8",
-                                    "--baseline-episodes", "24", "--lookahead-depth", "2"])
+                                    "--baseline-episodes", "24", "--lookahead-depth", "2", "--continuation", "g0"])
     capsys.readouterr()
     assert result["settings"]["baseline_episodes"] == 24 and result["settings"]["lookahead_depth"] == 2
     (row,) = result["results"]

@@ -127,7 +127,7 @@ def test_a_config_stored_in_the_old_flat_form_still_loads(tmp_path):
 
 
 def test_the_new_form_round_trips_exactly_through_the_ledger(tmp_path):
-    cfg = synthetic_config(utility="lcb", utility_level=0.2, lookahead_depth=2, repeat_share=0.5,
+    cfg = synthetic_config(utility="lcb", utility_level=0.2, lookahead_depth=2, continuation="g0", repeat_share=0.5,
                            fit_options={"svi_steps": 300, "prior": bs.GainPrior(candidate_scale=2.0)},
                            sim_risk_prior={"ft_real": (1, 40)})
     ledger = bs.Ledger(tmp_path / "c.sqlite")
@@ -151,7 +151,7 @@ def test_each_round_decides_with_the_campaigns_decide_config(tmp_path, monkeypat
     """A decide option the campaign code never names reaches `decide`, with the round's own
     seed, last-round flag and rounds left."""
     cfg = synthetic_config(fit_options={"svi_steps": 50}, utility_level=0.2, collapse_ess=10.0, bucket=4,
-                           lookahead_depth=2)
+                           lookahead_depth=2, continuation="g0")
     ledger = bs.Ledger(tmp_path / "c.sqlite")
     init_campaign(ledger, synthetic_candidates(), cfg, policy="pi0")
     state = load_state(ledger)

@@ -156,7 +156,7 @@ def test_a_two_step_look_ahead_runs_while_two_more_rounds_remain(tmp_path, monke
         return real_decide(*args, **kwargs)
 
     monkeypatch.setattr(decision, "decide", recording)
-    _, state, _ = _run(tmp_path / "c.sqlite", max_rounds=4, lookahead_depth=2, cvu_samples=16)
+    _, state, _ = _run(tmp_path / "c.sqlite", max_rounds=4, lookahead_depth=2, continuation="g0", cvu_samples=16)
     # rounds 0 and 1 have two decisions after them; round 2 has one (the last round is terminal)
     assert len(depths) >= 3 and depths == [2, 2, 1, 1][: len(depths)]
     assert state.config.lookahead_depth == 2
