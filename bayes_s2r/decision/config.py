@@ -51,7 +51,8 @@ class DecideConfig(NamedTuple):
         multi: "lexicographic" or "pareto".
         allow_bad_belief: accept a belief whose diagnostics are not ok.
         lookahead_depth: decisions the look-ahead sees after m: 1 (DESIGN's CVU, the default)
-            or 2 (with the "g0" continuation only). A one-step look-ahead cannot value an experiment whose worth shows only two
+            or 2, with the "g0" continuation only (the rollout sees every decision left). A
+            one-step look-ahead cannot value an experiment whose worth shows only two
             decisions later, e.g. a cheap pilot that decides which of several costly tries to
             make; depth 2 costs about `inner_samples` × `inner_draws` / draws one-step
             look-aheads.
