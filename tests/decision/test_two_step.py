@@ -90,6 +90,13 @@ def test_two_step_options_are_checked(three_doors):
             bs.decide(belief, cands, **{field: value}, **kw)
     with pytest.raises(bs.InputError, match="lookahead_depth"):
         bs.CampaignConfig(budget=bs.Budget(1, 1, 1), lookahead_depth=0)
+    # the rollout continuation (a campaign's default) already sees every decision left
+    with pytest.raises(bs.InputError, match="lookahead_depth") as err:
+        bs.CampaignConfig(budget=bs.Budget(1, 1, 1), lookahead_depth=2)
+    assert "'g0'" in str(err.value)
+    with pytest.raises(bs.InputError, match="lookahead_depth"):
+        bs.decide(belief, cands, lookahead_depth=2, continuation="rollout", horizon=2, **kw)
+    assert bs.CampaignConfig(budget=bs.Budget(1, 1, 1), lookahead_depth=2, continuation="g0").lookahead_depth == 2
 
 
 def test_the_text_names_the_two_step_value_of_the_stop_branch(three_doors):
