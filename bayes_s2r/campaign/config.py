@@ -49,6 +49,15 @@ CAMPAIGN_FIT = FitConfig(inference=SVI())
 PER_ROUND = ("seed", "terminal", "horizon")
 
 
+def _as_run(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Stored decide options as they ran: the rollout continuation never read a depth of 2
+    (now refused with it), so a ledger that stored one ran, and resumes, at depth 1."""
+    out = dict(options)
+    if out.get("lookahead_depth") == 2 and out.get("continuation", CAMPAIGN_DECIDE["continuation"]) == "rollout":
+        out["lookahead_depth"] = 1
+    return out
+
+
 def _campaign_decide(base: DecideConfig | None, options: Mapping[str, Any]) -> DecideConfig:
     """One validated `DecideConfig`: `base` (default `CAMPAIGN_DECIDE` over `DecideConfig()`)
     with `options` replacing its fields; errors are `DecideConfig.make`'s own."""
@@ -251,7 +260,9 @@ class CampaignConfig:
             unknown = sorted(set(d) - set(DecideConfig._fields)) if isinstance(d, Mapping) else [None]
             if unknown:
                 raise InputError("config.decide", d, f"a mapping of DecideConfig fields {list(DecideConfig._fields)}")
-            values["decide"] = DecideConfig(**d)
+            values["decide"] = DecideConfig(**_as_run(d))
+        else:
+            values = _as_run(values)
         if "fit" in values:
             values["fit"] = FitConfig.from_mapping(values["fit"], "config.fit")
         return cls(**values)

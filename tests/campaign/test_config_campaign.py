@@ -126,6 +126,18 @@ def test_a_config_stored_in_the_old_flat_form_still_loads(tmp_path):
     ledger.close()
 
 
+def test_a_stored_depth_2_under_the_rollout_resumes_as_it_ran():
+    """The rollout never read a depth of 2; it is refused now, and a ledger that stored one
+    loads as what ran (depth 1), in either stored form."""
+    new = synthetic_config().to_dict()
+    new["decide"]["lookahead_depth"] = 2
+    assert new["decide"]["continuation"] == "rollout"
+    assert bs.CampaignConfig.from_dict(new).decide == synthetic_config().decide
+    flat = {k: v for k, v in _flat_form().items() if k != "continuation"}
+    assert bs.CampaignConfig.from_dict(flat).decide.lookahead_depth == 1
+    assert bs.CampaignConfig.from_dict(_flat_form()).decide.lookahead_depth == 2  # g0 keeps it
+
+
 def test_the_new_form_round_trips_exactly_through_the_ledger(tmp_path):
     cfg = synthetic_config(utility="lcb", utility_level=0.2, lookahead_depth=2, continuation="g0", repeat_share=0.5,
                            fit_options={"svi_steps": 300, "prior": bs.GainPrior(candidate_scale=2.0)},
