@@ -476,7 +476,7 @@ def prior_command(
                                                   "`fit --prior` and `decide --prior`.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
-    """Choose the gains prior's candidate level and effect mean from past campaigns (`fit_gain_prior`)."""
+    """Choose the gains prior's candidate level from past campaigns (`fit_gain_prior`)."""
     import dataclasses
 
     from bayes_s2r.belief import fit_gain_prior

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 import bayes_s2r as bs
+from bayes_s2r.belief.team_prior import DEFAULT_LOCS
 from bayes_s2r.campaign.executor import Execution
 from bayes_s2r.evidence.records import DeploymentEval, ExecutionOutcome, PairedEval
 
@@ -219,11 +220,10 @@ def history(family: Family, campaigns: int = 12) -> list[list[PairedEval]]:
     return out
 
 
-def team_prior(family: Family, fit_location: bool = True) -> dict:
-    """The gain prior a team with `history(family)` behind it brings (`bs.fit_gain_prior`,
-    which fits the effects' prior mean too); without `fit_location` the mean stays the
-    library's."""
-    fit = bs.fit_gain_prior(history(family), **({} if fit_location else {"gain_locs": None}))
+def team_prior(family: Family, fit_location: bool = False) -> dict:
+    """The gain prior a team with `history(family)` behind it brings (`bs.fit_gain_prior`);
+    with `fit_location` the effects' prior mean is fitted too (over its `DEFAULT_LOCS`)."""
+    fit = bs.fit_gain_prior(history(family), gain_locs=DEFAULT_LOCS if fit_location else None)
     out = {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df}
     return {**out, "gain_loc": fit.prior.gain_loc} if fit_location else out
 

@@ -187,7 +187,7 @@ def test_the_regime_section_shows_each_arm_and_the_rule_s_choices(tmp_path):
             "chose si 9, dr_wide 1, an arm within 0.05 of the better of SI and wide DR in 2 of 3 worlds.") in text
 
 
-def test_the_random_world_section_compares_the_fitted_prior_mean_with_the_library_s_by_world():
+def test_the_random_world_section_compares_a_fitted_prior_mean_with_the_library_s_by_world():
     def table(q, loc=None):
         rows = [{"family": "small", "world": w, "strategy": s, "net_utility": v}
                 for w, v in enumerate(q) for s in ("q_cvu",)]
@@ -196,6 +196,6 @@ def test_the_random_world_section_compares_the_fitted_prior_mean_with_the_librar
                 "summary": {"small": {"mv_greedy": {"minus_q_cvu": diff}}}, "rows": rows}
 
     fitted, fixed = table([0.5, 0.4, 0.7], loc=0.0), table([0.4, 0.4, 0.5, 0.9])  # world 3 only in one
-    line = next(x for x in summarize._worlds_location(fitted, fixed) if x.startswith("| small |"))
+    line = next(x for x in summarize._worlds_location(fixed, fitted) if x.startswith("| small |"))
     lo, hi = summarize.common.t_interval(np.array([0.1, 0.0, 0.2]))
     assert line.startswith(f"| small | 0 | +0.100 [{lo:+.3f}, {hi:+.3f}] (3 worlds) | +0.010 [-0.020, +0.040] |")

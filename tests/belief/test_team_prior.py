@@ -7,6 +7,7 @@ from scipy.special import expit
 
 import bayes_s2r as bs
 from bayes_s2r import GainPrior, InputError, PairedEval, fit_gain_prior
+from bayes_s2r.belief.team_prior import DEFAULT_LOCS
 
 
 def _simulate(rng, effects: int, scale: float, df: float | None, episodes: int = 48):
@@ -98,19 +99,19 @@ def test_bad_input_is_refused_by_name(kwargs, field):
     assert err.value.field == field
 
 
-def test_the_effects_location_is_searched_by_default():
+def test_the_effects_location_is_searched_when_asked():
     rng = np.random.default_rng(3)
     past = []
     for c in range(30):  # a team whose interventions mostly cost a little performance
         a, d = rng.normal(0.0, 0.3, 4), rng.normal(-0.6, 0.15, 4)
         past.append([bs.PairedEval(f"c{k}", int(rng.binomial(64, 1 / (1 + np.exp(-(a[k] + d[k]))))), 64,
                                    int(rng.binomial(64, 1 / (1 + np.exp(-a[k])))), 64) for k in range(4)])
-    assert bs.fit_gain_prior(past).prior.gain_loc == -0.5  # the lowest of DEFAULT_LOCS
-    few = bs.fit_gain_prior(past[:2])  # 8 effects: too few to place the mean, the base's is kept
+    assert bs.fit_gain_prior(past).prior.gain_loc == bs.GainPrior().gain_loc  # not searched: the base's
+    assert bs.fit_gain_prior(past, base=bs.GainPrior(gain_loc=0.2)).prior.gain_loc == 0.2
+    assert bs.fit_gain_prior(past, gain_locs=DEFAULT_LOCS).prior.gain_loc == -0.5  # the lowest searched
+    few = bs.fit_gain_prior(past[:2], gain_locs=DEFAULT_LOCS)  # 8 effects: too few to place the mean
     assert few.prior.gain_loc == bs.GainPrior().gain_loc
-    assert bs.fit_gain_prior(past[:2], min_effects_for_loc=8).prior.gain_loc < 0
-    kept = bs.fit_gain_prior(past, gain_locs=None, base=bs.GainPrior(gain_loc=0.2))
-    assert kept.prior.gain_loc == 0.2  # not searched: the base's
+    assert bs.fit_gain_prior(past[:2], gain_locs=DEFAULT_LOCS, min_effects_for_loc=8).prior.gain_loc < 0
     fit = bs.fit_gain_prior(past, gain_locs=(-1.0, -0.6, 0.0, 0.3))
     assert fit.prior.gain_loc == -0.6
     with pytest.raises(bs.InputError, match="gain_locs"):
