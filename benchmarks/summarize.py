@@ -67,6 +67,9 @@ COMMANDS = {
     "dp_ceiling": "python benchmarks/bench_dp_ceiling.py --problems 100 --per-problem --out benchmarks/results/dp_ceiling.json",
     "worlds": ("python benchmarks/bench_worlds.py --families all --worlds 120 --jobs 2 "
                "--out benchmarks/results/worlds.json"),
+    "worlds_library_prior": ("python benchmarks/bench_worlds.py --families all --worlds 100 --jobs 2 --gain-prior library "
+                             "--strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,si_then_dr,"
+                             "dr_then_ft,oracle_safe --out benchmarks/results/worlds_library_prior.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -523,7 +526,29 @@ def _worlds_location(data: dict, fitted: dict) -> list[str]:
     return out + [""]
 
 
-def worlds(data: dict, fitted: dict | None = None) -> list[str]:
+def _worlds_library(library: dict) -> list[str]:
+    """The rule against its rivals when the team brings no past campaigns (the library's prior)."""
+    out = [(f"Under the library's default prior, as a team with no past campaigns would decide "
+            f"(`{COMMANDS['worlds_library_prior']}`, {library['settings']['worlds']} worlds per family, "
+            f"{_machine(library)}): the rivals ahead of the rule with a paired interval that excludes 0 "
+            "(with their unsafe episodes per campaign), the rule against β = 0, and the share of the gap closed."),
+           "", "| family | q_cvu net utility | unsafe | rivals ahead | q_beta0 − q_cvu, 95% | gap closed |",
+           "|---|---|---|---|---|---|"]
+    for family, summary in library["summary"].items():
+        q = summary["q_cvu"]
+        ahead = [f"{name} {row['minus_q_cvu']['mean']:+.3f}; {row['unsafe_mean']:.2f}" for name, row in summary.items()
+                 if not name.startswith("_") and name not in ("q_cvu", "oracle_safe")
+                 and row["minus_q_cvu"]["ci95"][0] > 0]
+        beta0 = summary.get("q_beta0", {}).get("minus_q_cvu")
+        b0 = "" if beta0 is None else f"{beta0['mean']:+.3f} [{beta0['ci95'][0]:+.3f}, {beta0['ci95'][1]:+.3f}]"
+        gap = summary.get("_gap") or {}
+        closed = "" if gap.get("gap_closed") is None else f"{gap['gap_closed']:.0%} (from {gap['best_rival']})"
+        out.append(f"| {family} | {q['net_utility_mean']:.3f} | {q['unsafe_mean']:.2f} | {', '.join(ahead) or 'none'} "
+                   f"| {b0} | {closed} |")
+    return out + [""]
+
+
+def worlds(data: dict, fitted: dict | None = None, library: dict | None = None) -> list[str]:
     """Random-world families: each strategy's net utility against the rule's, paired over worlds."""
     settings = data["settings"]
     out = _head("worlds", "Allocation quality on random worlds", data) + [
@@ -536,8 +561,10 @@ def worlds(data: dict, fitted: dict | None = None) -> list[str]:
         what = f"a re-run of {', '.join(part['replaces'])}" if part.get("replaces") else (
             f"worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}")
         out += [f"Merged (`bench_worlds.py --merge`) with {what}: `{part['command']}`.", ""]
-    out += [f"Note on worlds {p['first_world']}–{p['first_world'] + p['worlds'] - 1}: {p['note']}." for p in
-            settings.get("parts", []) if p.get("note")]
+    for part in settings.get("parts", []):
+        if part.get("note"):
+            out += [(f"Note on worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}: "
+                    f"{part['note']}."), ""]
     for family, summary in data["summary"].items():
         gap = summary.get("_gap") or {}
         closed = gap.get("gap_closed")
@@ -554,7 +581,8 @@ def worlds(data: dict, fitted: dict | None = None) -> list[str]:
             out.append(f"| {name} | " + " | ".join(fmt.format(row[key]) for _, key, fmt in WORLD_COLUMNS)
                        + f" | {cell} |")
         out.append("")
-    return out + (_worlds_location(data, fitted) if fitted else [])
+    return (out + (_worlds_location(data, fitted) if fitted else [])
+            + (_worlds_library(library) if library else []))
 
 
 def dp_ceiling(data: dict) -> list[str]:
@@ -774,7 +802,7 @@ SECTIONS = [
     Section(("scaling",), scaling),
     Section(("cli_errors",), cli_errors),
     Section(("cli_decide",), cli_decide),
-    Section(("worlds", "worlds_history_loc"), worlds),
+    Section(("worlds", "worlds_history_loc", "worlds_library_prior"), worlds),
     Section(("dp_ceiling",), dp_ceiling),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -199,3 +199,15 @@ def test_the_random_world_section_compares_a_fitted_prior_mean_with_the_library_
     line = next(x for x in summarize._worlds_location(fixed, fitted) if x.startswith("| small |"))
     lo, hi = summarize.common.t_interval(np.array([0.1, 0.0, 0.2]))
     assert line.startswith(f"| small | 0 | +0.100 [{lo:+.3f}, {hi:+.3f}] (3 worlds) | +0.010 [-0.020, +0.040] |")
+
+
+def test_the_library_prior_companion_names_the_rivals_ahead_of_the_rule_and_its_unsafe_episodes():
+    def row(net, lo, hi, unsafe=0.0):
+        return {"net_utility_mean": net, "unsafe_mean": unsafe, "minus_q_cvu": {"mean": (lo + hi) / 2, "ci95": [lo, hi]}}
+
+    summary = {"q_cvu": {"net_utility_mean": 0.4, "unsafe_mean": 0.0}, "q_beta0": row(0.39, -0.02, 0.0),
+               "round_robin": row(0.45, 0.01, 0.09, unsafe=2.5), "mv_greedy": row(0.41, -0.01, 0.03),
+               "oracle_safe": row(0.6, 0.1, 0.3), "_gap": {"best_rival": "mv_greedy", "gap_closed": -0.05}}
+    library = {"settings": {"worlds": 3}, "machine": {}, "summary": {"robot": summary}}
+    line = next(x for x in summarize._worlds_library(library) if x.startswith("| robot |"))
+    assert line == "| robot | 0.400 | 0.00 | round_robin +0.050; 2.50 | -0.010 [-0.020, +0.000] | -5% (from mv_greedy) |"
