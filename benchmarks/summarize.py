@@ -50,6 +50,9 @@ COMMANDS = {
                                   f"--gain-prior '{{}}' --out benchmarks/results/{name}{LIBRARY_PRIOR}.json")
        for name, flags in (("allocation", ""), ("allocation_scarce", "--budget-real 1.6 "),
                            ("allocation_scarce_pilots", "--budget-real 1.6 --pilot-episodes 12 "))},
+    "allocation_scarce_pilots_g0": ("python benchmarks/bench_allocation.py --worlds all --seeds 100 --budget-real 1.6 "
+                                    "--pilot-episodes 12 --continuation g0 --lookahead-depth 2 "
+                                    "--out benchmarks/results/allocation_scarce_pilots_g0.json"),
     "decide": "python benchmarks/bench_decide.py --full --out benchmarks/results/decide.json",
     "fit": "python benchmarks/bench_fit.py --out benchmarks/results/fit.json",
     "sbc_gains": "python benchmarks/sbc_gains.py --out benchmarks/results/sbc_gains.json",
@@ -335,15 +338,17 @@ def allocation_scarce(data: dict, library: dict | None = None) -> list[str]:
     return allocation(data, "allocation_scarce", "Allocation quality on a scarce budget", note, library)
 
 
-def allocation_scarce_pilots(data: dict, library: dict | None = None) -> list[str]:
+def allocation_scarce_pilots(data: dict, library: dict | None = None, g0: dict | None = None) -> list[str]:
     n = data["settings"]["pilot_episodes"]
     note = (f"The same candidates plus one pilot per adaptation that does not act on the robot: it builds "
             f"the adapted policy and evaluates it with {n} episodes per arm without deploying it (its gain is "
             "0; a later run of that adaptation reuses the policy). ")
     if data["settings"].get("continuation", "g0") == "rollout":
-        note += ("The toolkit's rule values a pilot by the rest of the campaign it changes (the `rollout` "
-                 "continuation): in each simulated outcome of the pilot, the index policy then runs the "
-                 "rounds left on the belief the pilot leaves. ")
+        note += ("The toolkit's rule (the campaign's `rollout` continuation) values a pilot by the rest of the "
+                 "campaign it changes: in each simulated outcome of the pilot, the index policy runs the rounds "
+                 "left on the belief the pilot leaves. That base policy runs adaptations only, so a pilot is "
+                 "worth the one try it informs, and never the second pilot that the budget still affords; "
+                 "the G0 look-ahead two decisions ahead, below the table, sees that. ")
     elif data["settings"].get("lookahead_depth", 1) == 2:
         note += ("The toolkit's rule looks two decisions ahead (`CampaignConfig(lookahead_depth=2)`): one "
                  "step ahead, a pilot followed by the run it points to looks no better than that run alone; "
@@ -351,7 +356,29 @@ def allocation_scarce_pilots(data: dict, library: dict | None = None) -> list[st
     note += ("Only the toolkit's rule values what a pilot tells; the other strategies' rows are those of the table "
              "above, except Thompson sampling's, whose draw picks a pilot when it prices every adaptation below "
              "the pilot's cost.")
-    return allocation(data, "allocation_scarce_pilots", "Scarce budget, with pilot diagnoses", note, library)
+    out = allocation(data, "allocation_scarce_pilots", "Scarce budget, with pilot diagnoses", note, library)
+    return out + (_pilots_g0(data, g0) if g0 else [])
+
+
+def _seed_means(data: dict, strategy: str, field: str) -> np.ndarray:
+    """Per seed, the mean over the worlds of a strategy's `field` (final_J_by_seed, ...)."""
+    rows = [r for r in data["results"] if r["strategy"] == strategy]
+    return np.mean([r[field] for r in rows], axis=0)
+
+
+def _pilots_g0(data: dict, g0: dict) -> list[str]:
+    """The pilot table's rule with the G0 continuation two decisions ahead, paired by seed."""
+    lines = []
+    for field, what in (("final_J_by_seed", "final J"), ("net_utility_by_seed", "net utility")):
+        a, b = _seed_means(g0, "q_cvu", field), _seed_means(data, "q_cvu", field)
+        lo, hi = common.t_interval(a - b)
+        lines.append(f"{what} {a.mean():.3f} against {b.mean():.3f} (difference {a.mean() - b.mean():+.3f} "
+                     f"[{lo:+.3f}, {hi:+.3f}])")
+    paths = [p for r in g0["results"] if r["strategy"] == "q_cvu" for p in r["paths"]]
+    piloted = np.mean([p.startswith("pilot_") for p in paths]) if paths else float("nan")
+    return [(f"The same table with the rule's G0 continuation two decisions ahead (`{COMMANDS['allocation_scarce_pilots_g0']}`, "
+             f"{_machine(g0)}): the toolkit's rule reaches {lines[0]}, and {lines[1]}, paired over seeds against the "
+             f"campaign's default above; it opens with a pilot in {piloted:.0%} of its campaigns."), ""]
 
 
 def decide(data: dict) -> list[str]:
@@ -789,8 +816,8 @@ SECTIONS = [
             required=False),
     Section(("allocation", "allocation" + LIBRARY_PRIOR), _with_library(allocation)),
     Section(("allocation_scarce", "allocation_scarce" + LIBRARY_PRIOR), _with_library(allocation_scarce)),
-    Section(("allocation_scarce_pilots", "allocation_scarce_pilots" + LIBRARY_PRIOR),
-            _with_library(allocation_scarce_pilots)),
+    Section(("allocation_scarce_pilots", "allocation_scarce_pilots" + LIBRARY_PRIOR, "allocation_scarce_pilots_g0"),
+            lambda data, library, g0: allocation_scarce_pilots(data, library=library, g0=g0)),
     Section(("decide",), decide),
     Section(("fit",), fit),
     Section(("sbc_gains", "sbc_gains_team_prior", "allocation"),

@@ -211,3 +211,17 @@ def test_the_library_prior_companion_names_the_rivals_ahead_of_the_rule_and_its_
     library = {"settings": {"worlds": 3}, "machine": {}, "summary": {"robot": summary}}
     line = next(x for x in summarize._worlds_library(library) if x.startswith("| robot |"))
     assert line == "| robot | 0.400 | 0.00 | round_robin +0.050; 2.50 | -0.010 [-0.020, +0.000] | -5% (from mv_greedy) |"
+
+
+def test_the_pilot_table_s_g0_companion_is_paired_by_seed_and_counts_the_campaigns_that_open_with_a_pilot():
+    def table(j_by_world, paths):
+        return {"machine": {}, "results": [
+            {"world": w, "strategy": "q_cvu", "final_J_by_seed": js, "net_utility_by_seed": [j - 0.1 for j in js],
+             "paths": paths} for w, js in j_by_world.items()]}
+
+    default = table({"a": [0.0, 1.0, 0.0], "b": [1.0, 1.0, 0.0]}, ["dr > da", "da", "dr"])
+    g0 = table({"a": [1.0, 1.0, 0.0], "b": [1.0, 1.0, 1.0]}, ["pilot_dr > dr", "pilot_da > da", "dr"])
+    (text, blank) = summarize._pilots_g0(default, g0)
+    lo, hi = summarize.common.t_interval(np.array([0.5, 0.0, 0.5]))
+    assert f"final J 0.833 against 0.500 (difference +0.333 [{lo:+.3f}, {hi:+.3f}])" in text
+    assert "opens with a pilot in 67% of its campaigns" in text and blank == ""
