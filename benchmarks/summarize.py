@@ -102,6 +102,16 @@ def _head(name: str, title: str, data: dict) -> list[str]:
     return [f"## {title}", "", f"`{COMMANDS[name]}` ({_machine(data)})", ""]
 
 
+def _diff(mean: float, lo: float, hi: float) -> str:
+    """A difference with its interval: "+0.012 [-0.003, +0.027]"."""
+    return f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+
+def _diff_of(d: dict | None) -> str:
+    """`_diff` of a {"mean", "ci95"} entry ("" without one)."""
+    return "" if d is None else _diff(d["mean"], *d["ci95"])
+
+
 def _paired(over: dict, k: str, what: str) -> str:
     """"k mean [paired interval vs q_cvu]" for one `over_worlds` entry."""
     o = over[k]
@@ -372,8 +382,7 @@ def _pilots_g0(data: dict, g0: dict) -> list[str]:
     for field, what in (("final_J_by_seed", "final J"), ("net_utility_by_seed", "net utility")):
         a, b = _seed_means(g0, "q_cvu", field), _seed_means(data, "q_cvu", field)
         lo, hi = common.t_interval(a - b)
-        lines.append(f"{what} {a.mean():.3f} against {b.mean():.3f} (difference {a.mean() - b.mean():+.3f} "
-                     f"[{lo:+.3f}, {hi:+.3f}])")
+        lines.append(f"{what} {a.mean():.3f} against {b.mean():.3f} (difference {_diff(a.mean() - b.mean(), lo, hi)})")
     paths = [p for r in g0["results"] if r["strategy"] == "q_cvu" for p in r["paths"]]
     piloted = np.mean([p.startswith("pilot_") for p in paths]) if paths else float("nan")
     return [(f"The same table with the rule's G0 continuation two decisions ahead (`{COMMANDS['allocation_scarce_pilots_g0']}`, "
@@ -544,11 +553,8 @@ def _worlds_location(data: dict, fitted: dict) -> list[str]:
             continue
         loc = (fitted["settings"].get("team_priors") or {}).get(family, {}).get("gain_loc")
         m, lo, hi, n = _paired_rows(fitted, data, family, "q_cvu")
-        cells = []
-        for d in (fitted, data):
-            row = d["summary"][family].get("mv_greedy", {}).get("minus_q_cvu")
-            cells.append("" if row is None else f"{row['mean']:+.3f} [{row['ci95'][0]:+.3f}, {row['ci95'][1]:+.3f}]")
-        out.append(f"| {family} | {'' if loc is None else f'{loc:g}'} | {m:+.3f} [{lo:+.3f}, {hi:+.3f}] ({n} worlds) | "
+        cells = [_diff_of(d["summary"][family].get("mv_greedy", {}).get("minus_q_cvu")) for d in (fitted, data)]
+        out.append(f"| {family} | {'' if loc is None else f'{loc:g}'} | {_diff(m, lo, hi)} ({n} worlds) | "
                    + " | ".join(cells) + " |")
     return out + [""]
 
@@ -566,8 +572,7 @@ def _worlds_library(library: dict) -> list[str]:
         ahead = [f"{name} {row['minus_q_cvu']['mean']:+.3f}; {row['unsafe_mean']:.2f}" for name, row in summary.items()
                  if not name.startswith("_") and name not in ("q_cvu", "oracle_safe")
                  and row["minus_q_cvu"]["ci95"][0] > 0]
-        beta0 = summary.get("q_beta0", {}).get("minus_q_cvu")
-        b0 = "" if beta0 is None else f"{beta0['mean']:+.3f} [{beta0['ci95'][0]:+.3f}, {beta0['ci95'][1]:+.3f}]"
+        b0 = _diff_of(summary.get("q_beta0", {}).get("minus_q_cvu"))
         gap = summary.get("_gap") or {}
         closed = "" if gap.get("gap_closed") is None else f"{gap['gap_closed']:.0%} (from {gap['best_rival']})"
         out.append(f"| {family} | {q['net_utility_mean']:.3f} | {q['unsafe_mean']:.2f} | {', '.join(ahead) or 'none'} "
@@ -603,8 +608,7 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None) 
         for name, row in summary.items():
             if name.startswith("_"):
                 continue
-            diff = row.get("minus_q_cvu")
-            cell = "" if diff is None else f"{diff['mean']:+.3f} [{diff['ci95'][0]:+.3f}, {diff['ci95'][1]:+.3f}]"
+            cell = _diff_of(row.get("minus_q_cvu"))
             out.append(f"| {name} | " + " | ".join(fmt.format(row[key]) for _, key, fmt in WORLD_COLUMNS)
                        + f" | {cell} |")
         out.append("")
@@ -673,8 +677,7 @@ def backends(data: dict, sysid: dict | None = None, sysid_mjx: dict | None = Non
     out += [f"Batch sizes {sizes}. MJX minus generalized on the same {data['results'][0]['episodes']} episodes:", ""]
     for r in data["results"]:
         d, sc = r["success_mjx_minus_generalized"], r["score_mjx_minus_generalized"]
-        out.append(f"- {r['task']}: success {d['mean']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}], "
-                   f"score {sc['mean']:+.3f} [{sc['ci95'][0]:+.3f}, {sc['ci95'][1]:+.3f}], "
+        out.append(f"- {r['task']}: success {_diff_of(d)}, score {_diff_of(sc)}, "
                    f"same success flag in {r['same_success_flag']:.1%} of the episodes.")
     out.append("")
     if data.get("cards"):
@@ -729,8 +732,8 @@ def _regime_variant(data: dict | None, name: str, what: str) -> list[str]:
     choices = (f"; the rule chose {', '.join(f'{k} {v}' for k, v in s['choices'].items())}, an arm within 0.05 of "
                f"the better of SI and wide DR in {good} of {total} worlds" if "choices" in s else "")
     return ["", (f"{what} (`{COMMANDS[name]}`): SI {si['J_mean']:.3f} ({si['gap_closed_pooled']:.0%} of the gap), "
-                 f"wide DR {dr['J_mean']:.3f} ({dr['gap_closed_pooled']:.0%}), SI minus wide DR {d['mean']:+.3f} "
-                 f"[{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]{choices}.")]
+                 f"wide DR {dr['J_mean']:.3f} ({dr['gap_closed_pooled']:.0%}), SI minus wide DR {_diff_of(d)}"
+                 f"{choices}.")]
 
 
 def regime(data: dict, si2: dict | None = None, dr_x4: dict | None = None) -> list[str]:
@@ -751,7 +754,7 @@ def regime(data: dict, si2: dict | None = None, dr_x4: dict | None = None) -> li
         out.append(f"| {label} | {a['J_mean']:.3f} | [{a['J_ci95'][0]:.3f}, {a['J_ci95'][1]:.3f}] | {share} | "
                    f"{a['real_episodes_per_world']} |")
     d = summary["si_minus_dr_wide"]
-    out += ["", f"SI minus wide DR: {d['mean']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]."]
+    out += ["", f"SI minus wide DR: {_diff_of(d)}."]
     on_range = [r["arms"]["dr_wide"]["J_sim_on_dr_range"] for r in data.get("results", [])
                 if "J_sim_on_dr_range" in r["arms"]["dr_wide"]]
     if on_range:
