@@ -7,7 +7,7 @@ prices and seeds. The executor is synthetic (binomial evaluations around the tru
 no physics), so a table takes minutes. Campaigns start with no execution evidence.
 
 A strategy id may name a continuation: `q_cvu@g0` is the rule with the article's one-step G0
-in place of the campaign's default continuation.
+in place of the campaign's default continuation, `q_cvu@g0_depth2` the same two decisions ahead.
 
 Per family and strategy: mean net utility (final J − λ0·spent), final J, spending per
 resource, unsafe episodes per campaign while executing candidates (and, apart, unsafe
@@ -49,6 +49,17 @@ DEFAULT_STRATEGIES = ("q_cvu", "q_cvu@g0", "q_beta0", "mv_greedy", "thompson", "
                       "si_then_dr", "dr_then_ft", "oracle_safe")
 
 
+def strategy_settings(strategy: str) -> tuple[str, dict]:
+    """(the chooser's id, the campaign settings it names): "q_cvu@g0_depth2" is the rule with
+    the G0 continuation two decisions ahead."""
+    rule, _, continuation = strategy.partition("@")
+    continuation, _, depth = continuation.partition("_depth")
+    named: dict = {"continuation": continuation} if continuation else {}
+    if depth:
+        named["lookahead_depth"] = int(depth)
+    return rule, named
+
+
 def run_world(task: tuple) -> list[dict]:
     """Every strategy's campaign on one world; one row per strategy."""
     family, seed, strategies, max_rounds, overrides = task
@@ -60,11 +71,10 @@ def run_world(task: tuple) -> list[dict]:
     rows = []
     for strategy in strategies:
         executor = W.WorldExecutor(world)
-        rule, _, continuation = strategy.partition("@")  # "q_cvu@g0": the rule with another continuation
+        rule, named = strategy_settings(strategy)
         with tempfile.TemporaryDirectory() as tmp:
             ledger = bs.Ledger(os.path.join(tmp, "campaign.sqlite"))
-            config = W.campaign_config(world, max_rounds=max_rounds, seed=seed,
-                                       **{**overrides, **({"continuation": continuation} if continuation else {})})
+            config = W.campaign_config(world, max_rounds=max_rounds, seed=seed, **{**overrides, **named})
             bs.start_campaign(ledger, world.candidates, config, executor)
             chooser = make_chooser(rule, true_gains=executor.true_gains)
             t0 = time.perf_counter()
@@ -135,7 +145,9 @@ def merge(results: list[dict]) -> dict:
     (on other machines, or resumed) make the same table as one run. The parts' settings must
     agree on everything but their worlds and families. A part adds worlds no earlier part
     has, or re-runs a family on exactly the worlds an earlier part ran it on and replaces it
-    there (recorded in `parts`); any other overlap is an error.
+    there (recorded in `parts`); any other overlap is an error. A part that runs only some of
+    the strategies (after a change to those alone) replaces their rows on exactly the worlds
+    of each of its families.
     """
     first = results[0]["settings"]
     same = {k: v for k, v in first.items() if k not in _PART_SETTINGS}
@@ -143,7 +155,13 @@ def merge(results: list[dict]) -> dict:
     priors, parts = {}, []
     for result in results:
         settings = result["settings"]
+        some = settings["strategies"] != same["strategies"]
+        if some and not set(settings["strategies"]) < set(same["strategies"]):
+            raise SystemExit(f"--merge: a part's strategies {settings['strategies']} are not some of "
+                             f"the table's {same['strategies']}")
         other = {k: v for k, v in settings.items() if k not in _PART_SETTINGS}
+        if some:
+            other["strategies"] = same["strategies"]
         if other != same:
             diff = sorted(k for k in set(same) | set(other) if same.get(k) != other.get(k))
             raise SystemExit(f"--merge: the parts' settings differ in {diff}")
@@ -151,7 +169,13 @@ def merge(results: list[dict]) -> dict:
         for family in settings["families"]:
             rows = [r for r in result["rows"] if r["family"] == family]
             new, old = {r["world"] for r in rows}, {r["world"] for r in by_family.get(family, [])}
-            if new == old:
+            if some:
+                if new != old:
+                    raise SystemExit(f"--merge: a part re-running {settings['strategies']} must have exactly "
+                                     f"the worlds of {family} the table has")
+                replaced.append(family)
+                by_family[family] = [r for r in by_family[family] if r["strategy"] not in settings["strategies"]] + rows
+            elif new == old:
                 replaced.append(family)
                 by_family[family] = rows
             elif new & old:
@@ -164,7 +188,8 @@ def merge(results: list[dict]) -> dict:
                 "wall_seconds": settings["wall_seconds"], "machine": result["machine"],
                 **({"note": settings["note"]} if "note" in settings else {})}]:
             parts.append({**part, "families": part.get("families", settings["families"]),
-                          **({"replaces": replaced} if replaced else {})})
+                          **({"replaces": replaced} if replaced else {}),
+                          **({"strategies": settings["strategies"]} if some else {})})
     strategies = tuple(same["strategies"])
     rows = [r for family_rows in by_family.values() for r in family_rows]
     worlds = sorted({r["world"] for r in rows})

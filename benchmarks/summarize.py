@@ -73,6 +73,9 @@ COMMANDS = {
     "worlds_library_prior": ("python benchmarks/bench_worlds.py --families all --worlds 100 --jobs 2 --gain-prior library "
                              "--strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,si_then_dr,"
                              "dr_then_ft,oracle_safe --out benchmarks/results/worlds_library_prior.json"),
+    "worlds_pilots": ("python benchmarks/bench_worlds.py --families pilots --worlds 200 --jobs 2 "
+                      "--strategies q_cvu,q_cvu@g0_depth2,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,"
+                      "si_then_dr,dr_then_ft,oracle_safe --out benchmarks/results/worlds_pilots.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -580,23 +583,9 @@ def _worlds_library(library: dict) -> list[str]:
     return out + [""]
 
 
-def worlds(data: dict, fitted: dict | None = None, library: dict | None = None) -> list[str]:
-    """Random-world families: each strategy's net utility against the rule's, paired over worlds."""
-    settings = data["settings"]
-    out = _head("worlds", "Allocation quality on random worlds", data) + [
-        (f"{settings['worlds']} worlds per family drawn by `benchmarks/worlds.py` (families: "
-         f"{', '.join(settings['families'])}), {settings['rounds']} rounds, no execution evidence at the start, "
-         f"gain prior: {settings.get('gain_prior', 'library')}. Net utility is final J − λ0·spent at the prices "
-         f"{', '.join(f'{k} {v:g}' for k, v in settings['prices'].items())}; the interval is the 95% paired t-interval over worlds of the strategy's net "
-         "utility minus the rule's (`q_cvu`)."), ""]
-    for part in settings.get("parts", [])[1:]:
-        what = f"a re-run of {', '.join(part['replaces'])}" if part.get("replaces") else (
-            f"worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}")
-        out += [f"Merged (`bench_worlds.py --merge`) with {what}: `{part['command']}`.", ""]
-    for part in settings.get("parts", []):
-        if part.get("note"):
-            out += [(f"Note on worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}: "
-                    f"{part['note']}."), ""]
+def _family_tables(data: dict) -> list[str]:
+    """Per family of a worlds table: each strategy's columns and its net utility minus the rule's."""
+    out = []
     for family, summary in data["summary"].items():
         gap = summary.get("_gap") or {}
         closed = gap.get("gap_closed")
@@ -612,8 +601,39 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None) 
             out.append(f"| {name} | " + " | ".join(fmt.format(row[key]) for _, key, fmt in WORLD_COLUMNS)
                        + f" | {cell} |")
         out.append("")
+    return out
+
+
+def _worlds_pilots(pilots: dict) -> list[str]:
+    """The family where pilots decide: read a few candidates cheaply, then make the one try that counts."""
+    return [(f"Pilots (`{COMMANDS['worlds_pilots']}`, {pilots['settings']['worlds']} worlds, {_machine(pilots)}): "
+             "one fix among near-zero and harmful adaptations, budget for about two tries and a cheap pilot of "
+             "every adaptation. `q_cvu@g0_depth2` is the rule with the one-step G0 two decisions ahead in place "
+             "of the rollout."), ""] + _family_tables(pilots)
+
+
+def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
+           pilots: dict | None = None) -> list[str]:
+    """Random-world families: each strategy's net utility against the rule's, paired over worlds."""
+    settings = data["settings"]
+    out = _head("worlds", "Allocation quality on random worlds", data) + [
+        (f"{settings['worlds']} worlds per family drawn by `benchmarks/worlds.py` (families: "
+         f"{', '.join(settings['families'])}), {settings['rounds']} rounds, no execution evidence at the start, "
+         f"gain prior: {settings.get('gain_prior', 'library')}. Net utility is final J − λ0·spent at the prices "
+         f"{', '.join(f'{k} {v:g}' for k, v in settings['prices'].items())}; the interval is the 95% paired t-interval over worlds of the strategy's net "
+         "utility minus the rule's (`q_cvu`)."), ""]
+    for part in settings.get("parts", [])[1:]:
+        what = (f"a re-run of {', '.join(part['strategies'])} on {', '.join(part['replaces'])}"
+                if part.get("strategies") else f"a re-run of {', '.join(part['replaces'])}") if part.get("replaces") else (
+            f"worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}")
+        out += [f"Merged (`bench_worlds.py --merge`) with {what}: `{part['command']}`.", ""]
+    for part in settings.get("parts", []):
+        if part.get("note"):
+            out += [(f"Note on worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}: "
+                    f"{part['note']}."), ""]
+    out += _family_tables(data)
     return (out + (_worlds_location(data, fitted) if fitted else [])
-            + (_worlds_library(library) if library else []))
+            + (_worlds_library(library) if library else []) + (_worlds_pilots(pilots) if pilots else []))
 
 
 def dp_ceiling(data: dict) -> list[str]:
@@ -832,7 +852,7 @@ SECTIONS = [
     Section(("scaling",), scaling),
     Section(("cli_errors",), cli_errors),
     Section(("cli_decide",), cli_decide),
-    Section(("worlds", "worlds_history_loc", "worlds_library_prior"), worlds),
+    Section(("worlds", "worlds_history_loc", "worlds_library_prior", "worlds_pilots"), worlds),
     Section(("dp_ceiling",), dp_ceiling),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -19,6 +19,8 @@ Families (each a `Family`; `FAMILIES` below):
 | `small`    | 6 adaptations, many small gains (lift 0–0.2), some harmful, no fix; scarce      |
 | `robot`    | the fix is often real fine-tuning, which needs robot hours, a safety probe and  |
 |            | sometimes is truly unsafe; pilots can measure costly candidates in simulation    |
+| `pilots`   | one fix among near-zero and harmful ones, budget for about two tries, and a      |
+|            | cheap pilot of every adaptation: read a few, then make the one try that counts  |
 | `pandora`  | alternatives from the start policy, near-exact evaluations: Weitzman's setting   |
 
 Every campaign starts with no execution evidence: robot-touching candidates are shut by
@@ -104,6 +106,8 @@ FAMILIES = {
     "robot": Family("robot", ("DR", "SI", "DA", "FT", "FT"), fixes=(1, 1), fix_lift=(0.5, 0.9),
                     fix_method="FT", fix_method_p=0.6, unsafe_p=0.3, budget=(1.4, 6.0, 12.0),
                     pilots=("FT",)),
+    "pilots": Family("pilots", ("DR", "DR", "SI", "DA", "DA"), fixes=(1, 1), fix_lift=(0.5, 0.9),
+                     small_lift=(-0.03, 0.05), harmful=0.3, budget=(0.6, 3.0, 6.0), pilots=("DR", "SI", "DA")),
     "pandora": Family("pandora", ("DR", "DR", "SI", "DA", "DA"), fixes=(0, 1), fix_lift=(0.3, 0.7),
                       small_lift=(-0.1, 0.3), harmful=0.2, interaction=0.0, probes=False,
                       budget=(0.0, 8.0, 9.0), episodes=400, pandora=True),

@@ -90,3 +90,38 @@ def test_bench_worlds_resumes_from_its_rows_and_merges_parts(tmp_path):
     overlap.write_text(json.dumps(bench_worlds.main(["--merge", *map(str, parts)])))
     with pytest.raises(SystemExit, match="more than one part"):
         bench_worlds.main(["--merge", str(overlap), str(parts[0])])
+
+
+def test_a_part_with_some_strategies_replaces_their_rows(tmp_path):
+    """After a change to one strategy, a part re-running it on the same worlds replaces its
+    rows and leaves the others'; it is refused on other worlds or with a strategy the table lacks."""
+    args = ["--families", "needle", "--rounds", "1", "--gain-prior", "library", "--worlds", "1"]
+    table = bench_worlds.main([*args, "--strategies", "mv_greedy,round_robin,oracle_safe"])
+    part = bench_worlds.main([*args, "--strategies", "round_robin"])
+    part["rows"][0]["net_utility"] += 1.0  # stands for a changed strategy's row
+    paths = [tmp_path / "table.json", tmp_path / "part.json"]
+    for path, result in zip(paths, (table, part), strict=True):
+        path.write_text(json.dumps(result))
+    merged = bench_worlds.main(["--merge", *map(str, paths)])
+    rows = {r["strategy"]: r for r in merged["rows"]}
+    assert rows["round_robin"]["net_utility"] == pytest.approx(table["summary"]["needle"]["round_robin"]
+                                                               ["net_utility_mean"] + 1.0)
+    assert rows["mv_greedy"] == next(r for r in table["rows"] if r["strategy"] == "mv_greedy")
+    assert merged["settings"]["parts"][1]["strategies"] == ["round_robin"]
+    assert merged["settings"]["strategies"] == table["settings"]["strategies"]
+    other = bench_worlds.main([*args, "--strategies", "round_robin", "--first-world", "1"])
+    paths[1].write_text(json.dumps(other))
+    with pytest.raises(SystemExit, match="exactly the worlds"):
+        bench_worlds.main(["--merge", *map(str, paths)])
+    paths[1].write_text(json.dumps({**part, "settings": {**part["settings"], "strategies": ["thompson"]}}))
+    with pytest.raises(SystemExit, match="not some of"):
+        bench_worlds.main(["--merge", *map(str, paths)])
+
+
+def test_a_strategy_id_names_the_look_ahead_depth():
+    assert bench_worlds.strategy_settings("q_cvu") == ("q_cvu", {})
+    assert bench_worlds.strategy_settings("q_cvu@g0") == ("q_cvu", {"continuation": "g0"})
+    assert bench_worlds.strategy_settings("q_cvu@g0_depth2") == ("q_cvu", {"continuation": "g0", "lookahead_depth": 2})
+    out = bench_worlds.main(["--families", "pilots", "--worlds", "1", "--rounds", "2", "--gain-prior", "library",
+                             "--strategies", "q_cvu@g0_depth2"])
+    assert [r["strategy"] for r in out["rows"]] == ["q_cvu@g0_depth2"]
