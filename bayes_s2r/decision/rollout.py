@@ -21,7 +21,10 @@ its candidate's gate in the scenarios where it would pass the gate.
 
 Base policy: Weitzman's index rule on that belief. Each decision tries the untried feasible
 adaptation with the largest reservation value z (`index.gaussian_reservation`, E[(ΔJ − z)^+]
-= C_λ under the belief's mean and sd) and stops once no z is above 0. A candidate shut by the
+= C_λ under the belief's mean and sd) and stops once no z is above 0. The index is optimal
+while further tries can follow; the last try (the last decision, or a budget that affords no
+further try after any of them) is chosen by what it keeps net of its price, as it is all
+that try is worth. A candidate shut by the
 safety gate competes through its probe, with the probe's price divided by its chance to open
 the gate added to its own; picking it runs the probe, which opens the gate or not. A try is
 made only while what its noisy evaluation will keep, E[ΔJ·P(adopt | ΔJ)] in moment form,
@@ -32,6 +35,17 @@ them blind. A try is kept when its
 evaluation (true gain plus the evaluation's noise) shows an improvement, as in the campaign;
 then J, the true gains and the believed gains move by the transition rule. The budget is
 deducted, prices follow scarcity, and an unaffordable, gated or tried candidate is skipped.
+
+Pilots. A diagnosis that observes an adaptation's gain (a pilot: a cheaper, noisier look at
+what a try would show) competes by its knowledge gradient: the expected value of the best
+single try once the pilot's outcome is known, E_Z[V(μ + u·Z, b − ΔC_p)] − V(μ, b), with
+u = Σ[:, t]/√(Σ_tt + σ_p²) the pilot's move of the believed gains, V the best affordable
+try's E[ΔJ·P(adopt | ΔJ)] − price (0: stop) and the expectation by Gauss–Hermite nodes. The
+walk runs the pilot with the largest gradient net of its price, while a decision is left to
+act on what it shows; its measurement updates the beliefs as a try's does and keeps nothing.
+So "pilot, pilot, then the one affordable try" is a path the base policy can take, and
+piloting is worth what the tries it steers are worth. A set without pilots is walked as
+before (the pilot step is compiled out).
 """
 
 from __future__ import annotations
@@ -64,7 +78,8 @@ from bayes_s2r.decision.problem import Problem
 from bayes_s2r.decision.utility import Utility, adopt_moment, evaluation_noise, evaluation_sd
 from bayes_s2r.vocab import Budget, Candidate, ResourceWeights
 
-__all__ = ["RolloutArrays", "base_policy_value", "probe_openings", "rollout_arrays", "rollout_lookahead"]
+__all__ = ["RolloutArrays", "base_policy_value", "pilot_targets", "probe_openings", "rollout_arrays",
+           "rollout_lookahead"]
 
 
 class RolloutArrays(NamedTuple):
@@ -79,6 +94,7 @@ class RolloutArrays(NamedTuple):
         opens: [K, Mb] whether probe m's simulated outcome in scenario j passes the gate.
         probe_of: [Mb] a feasible safety probe of each gated candidate (−1: none).
         open_rate: [Mb] the chance that probe to open the gate (its share of the scenarios).
+        pilot_target: [Mb] the adaptation whose gain each feasible pilot observes (−1: none).
     """
 
     cost: jax.Array
@@ -92,6 +108,27 @@ class RolloutArrays(NamedTuple):
     opens: jax.Array
     probe_of: jax.Array
     open_rate: jax.Array
+    pilot_target: jax.Array
+
+    @property
+    def has_pilots(self) -> bool:
+        return bool(np.any(np.asarray(self.pilot_target) >= 0))
+
+
+#: Gauss–Hermite nodes and weights for E[f(Z)], Z ~ N(0, 1), in a pilot's knowledge gradient.
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(12)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+
+
+def pilot_targets(problem: Problem) -> np.ndarray:
+    """[M] for each feasible diagnosis that observes an adaptation's gain, that adaptation (−1: none)."""
+    target = np.full(problem.size, -1, np.int32)
+    adapt = np.flatnonzero(problem.is_adapt)
+    for p in np.flatnonzero(~problem.is_adapt & problem.feasible & (problem.obs_col >= 0) & (problem.obs_sign > 0)):
+        hit = adapt[problem.gain_col[adapt] == problem.obs_col[p]]
+        if hit.size:
+            target[p] = hit[0]
+    return target
 
 
 def probe_openings(candidates: tuple[Candidate, ...], risk: Any, config: DecideConfig,
@@ -155,6 +192,7 @@ def rollout_arrays(problem: Problem, candidates: tuple[Candidate, ...], budget: 
         base_ok=jnp.asarray(pad(adapt & problem.safe)), gated=jnp.asarray(pad(adapt & ~problem.safe)),
         probe_target=jnp.asarray(pad(target, -1)), opens=jnp.asarray(opens_pad),
         probe_of=jnp.asarray(probe_of), open_rate=jnp.asarray(open_rate),
+        pilot_target=jnp.asarray(pad(pilot_targets(problem), -1)),
     )
 
 
@@ -201,54 +239,108 @@ def _learn(walk: _Walk, pick, measured, noise_var, tried):
     return walk._replace(mean=jnp.where(tried, mean, walk.mean), cov=jnp.where(tried, cov, walk.cov))
 
 
+def _try_options(ro: RolloutArrays, w: _Walk, budget):
+    """(ok, can_probe, reach): tries open and affordable with `budget`, gated candidates whose
+    probe and try both are, and the price each option carries (a gated one's adds its probe's
+    price spread over the probe's chance to open the gate)."""
+    probe = jnp.maximum(ro.probe_of, 0)
+    price = _prices(ro, budget)
+    afford = jnp.all(ro.cost <= budget[None, :] + 1e-9, axis=1)
+    ok = w.avail & afford
+    can_probe = w.gated & (ro.probe_of >= 0) & afford & afford[probe]
+    reach = price + jnp.where(ok, 0.0, price[probe] / jnp.maximum(ro.open_rate, 1e-3))
+    return ok, can_probe, reach
+
+
+def _pilot_gradient(ro: RolloutArrays, arr: LookaheadArrays, w: _Walk, noise_sd):
+    """[Mb] each pilot's knowledge gradient net of its price (−inf where there is no pilot to run):
+    how much the best single try after it beats the best try now."""
+    rows = jnp.arange(w.avail.shape[0])
+    eval_sd = evaluation_sd(arr.kind, arr.a, w.j, jnp)
+    var = jnp.diagonal(w.cov)
+
+    def best_try(mean, var, budget):
+        ok, can_probe, reach = _try_options(ro, w, budget)
+        value = adopt_moment(mean, jnp.sqrt(jnp.maximum(var, 0.0)), eval_sd, jnp) - reach
+        return jnp.max(jnp.where(ok | can_probe, value, 0.0))
+
+    def gradient(p):
+        t = jnp.maximum(ro.pilot_target[p], 0)
+        u = w.cov[:, t] / jnp.sqrt(w.cov[t, t] + noise_sd[p] ** 2 + 1e-12)
+        budget = w.budget - ro.cost[p]
+        after = jax.vmap(lambda z: best_try(w.mean + u * z, var - u**2, budget))(jnp.asarray(_NODES, jnp.float32))
+        return after @ jnp.asarray(_WEIGHTS, jnp.float32) - best_try(w.mean, var, w.budget)
+
+    afford = jnp.all(ro.cost <= w.budget[None, :] + 1e-9, axis=1)
+    runnable = (ro.pilot_target >= 0) & afford & w.avail[jnp.maximum(ro.pilot_target, 0)]
+    net = jax.vmap(gradient)(rows) - _prices(ro, w.budget)
+    return jnp.where(runnable, net, -jnp.inf)
+
+
 def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk, noise, opens, *,
-                      utility: Utility):
+                      utility: Utility, pilots: bool = False):
     """The index policy's return in one scenario: `noise` [H] standard normals, one per
     decision; `opens` [Mb] whether each probe would open its gate in this scenario.
 
     A gated candidate with a probe competes with the probe's price spread over its chance
-    to open the gate; picking it runs the probe, which opens the gate or not.
+    to open the gate; picking it runs the probe, which opens the gate or not. With `pilots`,
+    a pilot whose knowledge gradient pays for it is run first, while a decision is left after it.
     """
     rows = jnp.arange(walk.avail.shape[0])
     probe = jnp.maximum(ro.probe_of, 0)
+    target = jnp.maximum(ro.pilot_target, 0)
 
-    def step(w: _Walk, eps):
+    def step(w: _Walk, xs):
+        eps, left = xs
         price = _prices(ro, w.budget)
-        afford = jnp.all(ro.cost <= w.budget[None, :] + 1e-9, axis=1)
-        ok = w.avail & afford
-        can_probe = w.gated & (ro.probe_of >= 0) & afford & afford[probe]
+        ok, can_probe, reach = _try_options(ro, w, w.budget)
         sd = jnp.sqrt(jnp.maximum(jnp.diagonal(w.cov), 0.0))
-        reach = price + jnp.where(ok, 0.0, price[probe] / jnp.maximum(ro.open_rate, 1e-3))
+        options = ok | can_probe
         # a try is made only if what its noisy evaluation will keep pays for it (and the probe
         # that opens it): the index ranks, the adoption-aware value decides whether to go on
-        worth = adopt_moment(w.mean, sd, evaluation_sd(arr.kind, arr.a, w.j, jnp), jnp) > reach
+        kept = adopt_moment(w.mean, sd, evaluation_sd(arr.kind, arr.a, w.j, jnp), jnp) - reach
         z = gaussian_reservation(w.mean, sd, reach)
-        score = jnp.where((ok | can_probe) & worth, z, -jnp.inf)
+        # the index ranks tries while another can follow; the last one is worth what it keeps
+        after = jnp.all(ro.cost[None, :, :] <= (w.budget[None, :] - ro.cost)[:, None, :] + 1e-9, axis=-1)
+        follows = jnp.any(after & options[None, :] & (rows[:, None] != rows[None, :]), axis=1)
+        last = (left == 1) | ~jnp.any(options & follows)
+        score = jnp.where(options & (kept > 0), jnp.where(last, kept, z), -jnp.inf)
         pick = jnp.argmax(score)
-        go = w.alive & (score[pick] > 0)
-        probing = go & ~ok[pick]
-        trying = go & ~probing
-        g = w.theta[pick]
-        # the try's paired evaluation: the measured gain with its sampling noise
-        noise_sd, threshold = evaluation_noise(g, arr.kind[pick], arr.a[pick], w.j, jnp)
+        if pilots:
+            pilot_sd = evaluation_sd(arr.kind, arr.a, w.j, jnp)
+            net = jnp.where(left > 1, _pilot_gradient(ro, arr, w, pilot_sd), -jnp.inf)
+            pilot = jnp.argmax(net)
+            piloting = w.alive & (net[pilot] > 0)
+        else:
+            pilot, piloting = jnp.int32(0), jnp.bool_(False)
+        go = w.alive & (piloting | (score[pick] > 0))
+        probing = go & ~piloting & ~ok[pick]
+        trying = go & ~piloting & ~probing
+        seen = jnp.where(piloting, target[pilot], pick)  # the adaptation whose gain is measured
+        g = w.theta[seen]
+        # the evaluation (the try's, or the pilot's): the measured gain with its sampling noise
+        noise_sd, threshold = evaluation_noise(g, jnp.where(piloting, arr.kind[pilot], arr.kind[pick]),
+                                               jnp.where(piloting, arr.a[pilot], arr.a[pick]), w.j, jnp)
         measured = g + noise_sd * eps
         keep = trying & utility.keeps(measured > threshold)
-        w = _learn(w, pick, measured, noise_sd**2 + 1e-6, trying)
+        w = _learn(w, seen, measured, noise_sd**2 + 1e-6, trying | piloting)
         w = _keep_gain(rule, w, pick, keep)
-        spent = jnp.where(probing, probe[pick], pick)
+        spent = jnp.where(piloting, pilot, jnp.where(probing, probe[pick], pick))
         here = rows == pick
+        tried = ~piloting & here
         return w._replace(
             budget=jnp.where(go, w.budget - ro.cost[spent], w.budget),
-            avail=jnp.where(here, jnp.where(probing, opens[probe[pick]], w.avail & ~trying), w.avail),
-            gated=w.gated & ~(here & probing), alive=go,
+            avail=jnp.where(tried, jnp.where(probing, opens[probe[pick]], w.avail & ~trying), w.avail),
+            gated=w.gated & ~(tried & probing), alive=go,
             value=w.value + jnp.where(go, jnp.where(keep, g, 0.0) - price[spent], 0.0)), None
 
-    walk, _ = jax.lax.scan(step, walk, noise)
+    left = jnp.arange(noise.shape[0], 0, -1)
+    walk, _ = jax.lax.scan(step, walk, (noise, left))
     return walk.value
 
 
 def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_ess, *, num_outcomes: int,
-             batch: int, horizon: int, rule, n_cap: int, utility: Utility):
+             batch: int, horizon: int, rule, n_cap: int, utility: Utility, pilots: bool):
     num_draws, mb = arr.gains.shape
     idx, eps_all, u_all = outcome_plan(rng_key, num_draws, num_outcomes)
     noise_all = jax.random.normal(jax.random.fold_in(rng_key, 3), (num_outcomes, max(horizon, 1)))[:, :horizon]
@@ -256,7 +348,7 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
     dev = moments.gain_dev
     rhs = jnp.concatenate([dev, dev**2, jnp.ones((num_draws, 1), dev.dtype)], axis=1)
     rows = jnp.arange(mb)
-    walk_value = functools.partial(base_policy_value, rule, ro, arr, utility=utility)
+    walk_value = functools.partial(base_policy_value, rule, ro, arr, utility=utility, pilots=pilots)
     # the draws' covariance of the gains; after a first step, its correlations with the
     # updated variances (the importance weights give each next state's variances only)
     cov0 = dev.T @ dev / num_draws
@@ -307,7 +399,8 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
     return cvu, se, ess.mean(0), ess.min(0), collapsed.mean(0), v_null.mean()
 
 
-_rollout_jit = jax.jit(_rollout, static_argnames=("num_outcomes", "batch", "horizon", "rule", "n_cap", "utility"))
+_rollout_jit = jax.jit(_rollout, static_argnames=("num_outcomes", "batch", "horizon", "rule", "n_cap", "utility",
+                                                      "pilots"))
 
 
 def rollout_lookahead(problem: Problem, candidates: tuple[Candidate, ...], budget: Budget,
@@ -325,6 +418,6 @@ def rollout_lookahead(problem: Problem, candidates: tuple[Candidate, ...], budge
     out = _rollout_jit(jax.random.key(config.seed), arr, ro, jnp.float32(problem.j_now),
                        jnp.float32(config.collapse_ess), num_outcomes=config.cvu_samples, batch=batch,
                        horizon=config.horizon, rule=rule, n_cap=binomial_cap(problem),
-                       utility=config.functional)
+                       utility=config.functional, pilots=ro.has_pilots)
     cvu, se, ess, ess_min, col, v_null = (np.asarray(x, dtype=np.float64) for x in out)
     return LookaheadResult(cvu[:m], se[:m], ess[:m], ess_min[:m], col[:m], float(v_null))

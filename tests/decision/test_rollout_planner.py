@@ -23,17 +23,18 @@ def _independent(num_draws=20_000):
 
 
 def test_base_policy_value_matches_the_closed_form():
-    """One decision left, noiseless tries, gains that do not interact: the base policy tries
-    the candidate with the largest reservation value, keeps it if better, so its value is
-    E[max(ΔJ, 0)] − C_λ of that candidate."""
+    """One decision left, noiseless tries, gains that do not interact: the last try is worth
+    what it keeps, so the base policy tries the candidate with the largest E[max(ΔJ, 0)] − C_λ
+    and its value is that maximum (here not the candidate with the largest reservation value,
+    which would be worth less)."""
     belief, cands = _independent()
     d = bs.decide(belief, cands, bs.Budget(1, 1, 1), bs.ResourceWeights(real=0, compute=0, eng=1.0),
                   utility="adopt", continuation="rollout", horizon=1, cvu_samples=4096, seed=5,
                   transition=bs.NoTransition(), current_J=0.5)
-    z = np.asarray(gaussian_reservation(MU, SD, COST))
-    first = int(np.argmax(z))
-    expected = float(positive_part(MU[first], SD[first]) - COST[first])
-    assert d.g0_null == pytest.approx(expected, abs=4 * SD[first] / np.sqrt(4096) + 1e-3)
+    kept = np.asarray(positive_part(MU, SD)) - COST
+    first = int(np.argmax(kept))
+    assert first != int(np.argmax(np.asarray(gaussian_reservation(MU, SD, COST))))
+    assert d.g0_null == pytest.approx(float(kept[first]), abs=4 * SD[first] / np.sqrt(4096) + 1e-3)
     # the stop scores −β·V(s^∅): a candidate is chosen only if it beats stopping for good
     assert d.best is not None
 
@@ -114,3 +115,46 @@ def test_probe_openings_follow_the_exact_bound():
     p_clean = float(np.mean((1 - np.random.default_rng(1).beta(a[0], b[0], 200_000)) ** 60))
     assert opens[:, 2].mean() == pytest.approx(p_clean, abs=0.03)
     assert not opens[:, :2].any()
+
+
+def _pilot_problem(with_pilot=True):
+    """Two adaptations of N(0, 0.2²), budget for one try only, and a cheap, precise pilot of `a`."""
+    belief = bs.GainBelief.from_gaussian(["a", "b"], [0.0, 0.0], [0.2, 0.2], num_draws=20_000, seed=2)
+    cands = [bs.Candidate(n, "adaptation", "data", cost=bs.Cost(real=1.0)) for n in ("a", "b")]
+    if with_pilot:
+        cands.append(bs.Candidate("pilot_a", "diagnosis", "data", observes="a", cost=bs.Cost(eng=0.1),
+                                  outcome=bs.GaussianOutcome(noise_sd=0.05)))
+    return belief, cands
+
+
+def _pilot_then_one_try_value(sd=0.2, noise=0.05, price=0.02, pilot_price=0.005):
+    """E[V] of "pilot a, then the one affordable try", by quadrature: after the pilot a's belief
+    is N(m, s²) with m ~ N(0, u²); the last try goes to the candidate keeping more, and a
+    noiseless try keeps max(X, 0)."""
+    from scipy import stats
+
+    u2 = sd**4 / (sd**2 + noise**2)
+    s = np.sqrt(sd**2 - u2)
+    nodes, weights = np.polynomial.hermite_e.hermegauss(200)
+    m = np.sqrt(u2) * nodes
+    pos_a = m * stats.norm.cdf(m / s) + s * stats.norm.pdf(m / s)
+    pos_b = sd * stats.norm.pdf(0.0)
+    return float(weights @ np.maximum(pos_a, pos_b) / weights.sum()) - price - pilot_price
+
+
+def test_the_base_policy_pilots_when_only_one_try_is_affordable():
+    """Budget for one try, a pilot that reads one candidate's gain: the base policy pilots, then
+    tries the better-looking candidate, worth the quadrature value above; the rule runs the pilot
+    first, where trying blind is worth only E[max(X, 0)] − price."""
+    w = bs.ResourceWeights(real=0.02, compute=0.0, eng=0.05)
+    kw = {"utility": "adopt", "continuation": "rollout", "horizon": 2, "cvu_samples": 4096, "seed": 3,
+          "transition": bs.NoTransition(), "current_J": 0.5}
+    belief, cands = _pilot_problem()
+    d = bs.decide(belief, cands, bs.Budget(1.2, 1, 1), w, **kw)
+    blind = 0.2 / np.sqrt(2 * np.pi) - 0.02  # E[max(X, 0)] − price
+    assert d.g0_null == pytest.approx(_pilot_then_one_try_value(), abs=0.008)
+    assert d.g0_null > blind + 0.02
+    assert d.best == "pilot_a"
+    # without the pilot in the set the same walk tries blind
+    belief, cands = _pilot_problem(with_pilot=False)
+    assert bs.decide(belief, cands, bs.Budget(1.2, 1, 1), w, **kw).g0_null == pytest.approx(blind, abs=0.01)
