@@ -207,6 +207,43 @@ def summarize(world: str, runs: dict[str, list[dict]]) -> list[dict]:
     return rows
 
 
+#: Settings that may differ between a table and a run that reuses its rows (`--reuse`).
+_REUSE_FREE = ("strategies", "wall_s", "table", "reuse")
+
+
+def check_reuse(old: dict, settings: dict) -> None:
+    """Refuse to reuse the rows of a table run with other settings."""
+    same = {k: v for k, v in settings.items() if k not in _REUSE_FREE}
+    theirs = {k: v for k, v in old["settings"].items() if k not in _REUSE_FREE}
+    if same != theirs:
+        raise SystemExit(f"--reuse: the table's settings differ in "
+                         f"{sorted(k for k in set(same) | set(theirs) if same.get(k) != theirs.get(k))}")
+
+
+def reuse_rows(old: dict, rows: list[dict]) -> list[dict]:
+    """`rows` (this run's strategies) completed with the other strategies' rows of `old`, a
+    table run with the same settings (`check_reuse`), re-paired against this run's q_cvu.
+
+    A strategy's campaigns depend only on the world, the seed and its own code, so after a
+    change to the toolkit's rule the other rows need not be run again; only their intervals
+    against q_cvu change.
+    """
+    mine = {(r["world"], r["strategy"]): r for r in rows}
+    ref = {r["world"]: np.array(r["final_J_by_seed"]) for r in rows if r["strategy"] == "q_cvu"}
+    out = []
+    for r in old["results"]:
+        if (r["world"], r["strategy"]) in mine:
+            continue
+        diff = np.array(r["final_J_by_seed"]) - ref[r["world"]]
+        lo, hi = common.t_interval(diff)
+        out.append({**r, "final_J_ci_low": round(lo, 4), "final_J_ci_high": round(hi, 4),
+                    "dJ_vs_q_cvu": round(float(diff.mean()), 4)})
+    order = list(dict.fromkeys(r["strategy"] for r in old["results"]))
+    merged = out + rows
+    return sorted(merged, key=lambda r: (list(ref).index(r["world"]),
+                                         order.index(r["strategy"]) if r["strategy"] in order else len(order)))
+
+
 def targets(rows: list[dict]) -> dict:
     """The issue's targets, checked per world from the rows."""
     out = {}
@@ -275,6 +312,9 @@ def main(argv=None) -> dict:
     p.add_argument("--table-episodes", type=int, default=512, help="episodes of each true-J measurement")
     p.add_argument("--cache", default=os.environ.get("BAYES_S2R_CACHE", str(Path.home() / ".cache" / "bayes_s2r")))
     p.add_argument("--synthetic", action="store_true", help="closed-form worlds, no physics (smoke tests)")
+    p.add_argument("--reuse", default=None, metavar="TABLE",
+                   help="a table run with the same settings: take the rows of the strategies not run here from it "
+                        "(after a change to the strategies run here alone)")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
 
@@ -292,13 +332,6 @@ def main(argv=None) -> dict:
     if args.gain_prior == "history":
         args.world_priors = history_priors(table, worlds, args)
         args.gain_prior = {}
-    rows = []
-    for world in worlds:
-        seeds = range(args.seed_start, args.seed_start + args.seeds)
-        runs = {s: [run_campaign_once(table, world, s, seed, args) for seed in seeds]
-                for s in strategies}
-        rows += summarize(world, runs)
-        print(f"{world}: done ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "cache", "world_priors")}
     if args.world_priors:
         settings["gain_prior"] = {"fitted_from": "one past campaign on each other world (history_records)",
@@ -310,8 +343,23 @@ def main(argv=None) -> dict:
                     for c in bench_candidates(args.eval_episodes, args.pilot_episodes)],
         recipes="each recipe step runs the first candidate of its method: DR -> dr_dynamics",
         ci="95% paired t-interval over seeds of final_J(strategy) - final_J(q_cvu)",
-        final_J="true J_real of the deployed policy, from the table",
-        table=table.describe(), wall_s=round(time.perf_counter() - start, 1))
+        final_J="true J_real of the deployed policy, from the table")
+    reused = None
+    if args.reuse:
+        with open(args.reuse) as f:
+            reused = json.load(f)
+        check_reuse(reused, settings)  # before the campaigns: a mismatch is said at once
+    rows = []
+    for world in worlds:
+        seeds = range(args.seed_start, args.seed_start + args.seeds)
+        runs = {s: [run_campaign_once(table, world, s, seed, args) for seed in seeds]
+                for s in strategies}
+        rows += summarize(world, runs)
+        print(f"{world}: done ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
+    settings.update(table=table.describe(), wall_s=round(time.perf_counter() - start, 1))
+    if reused is not None:
+        rows = reuse_rows(reused, rows)
+        settings["strategies"] = list(dict.fromkeys(r["strategy"] for r in rows))
     result = {"benchmark": "allocation", "machine": common.machine(), "settings": settings, "results": rows,
               "summary": targets(rows), "over_worlds": common.over_worlds(rows)}
     return common.emit(result, args.out)
