@@ -125,7 +125,9 @@ def summarize(rows: list[dict], strategies: tuple[str, ...]) -> dict:
         out[s] = row
     if "q_cvu" in out and "oracle_safe" in out:
         q = out["q_cvu"]
-        pool = {s: r for s, r in out.items() if s not in ORACLES and s != "q_cvu" and r["unsafe_mean"] <= q["unsafe_mean"]}
+        # rivals: not an oracle, not the rule itself nor the rule with another look-ahead ("q_cvu@...")
+        pool = {s: r for s, r in out.items() if s not in ORACLES and s.partition("@")[0] != "q_cvu"
+                and r["unsafe_mean"] <= q["unsafe_mean"]}
         if pool:
             best = max(pool, key=lambda s: pool[s]["net_utility_mean"])
             denom = out["oracle_safe"]["net_utility_mean"] - pool[best]["net_utility_mean"]

@@ -359,9 +359,9 @@ def allocation_scarce_pilots(data: dict, library: dict | None = None, g0: dict |
     if data["settings"].get("continuation", "g0") == "rollout":
         note += ("The toolkit's rule (the campaign's `rollout` continuation) values a pilot by the rest of the "
                  "campaign it changes: in each simulated outcome of the pilot, the index policy runs the rounds "
-                 "left on the belief the pilot leaves. That base policy runs adaptations only, so a pilot is "
-                 "worth the one try it informs, and never the second pilot that the budget still affords; "
-                 "the G0 look-ahead two decisions ahead, below the table, sees that. ")
+                 "left on the belief the pilot leaves: it runs a further pilot while its knowledge gradient pays "
+                 "for it and gives the last affordable try to the adaptation whose kept gain is largest. The G0 "
+                 "look-ahead two decisions ahead, below the table, also reads pilots first. ")
     elif data["settings"].get("lookahead_depth", 1) == 2:
         note += ("The toolkit's rule looks two decisions ahead (`CampaignConfig(lookahead_depth=2)`): one "
                  "step ahead, a pilot followed by the run it points to looks no better than that run alone; "
@@ -542,13 +542,19 @@ def _paired_rows(a: dict, b: dict, family: str, strategy: str) -> tuple[float, f
     return float(diff.mean()), lo, hi, len(worlds)
 
 
+def _stale(data: dict) -> list[str]:
+    """What the table's settings say about the code it was measured with, as a paragraph."""
+    note = data["settings"].get("rule_note")
+    return [note, ""] if note else []
+
+
 def _worlds_location(data: dict, fitted: dict) -> list[str]:
     """The rule under a team prior whose mean is fitted too, against the table's, paired by world."""
     out = [("The team prior's mean: the same worlds with the effects' prior mean fitted as well "
             "(`bs.fit_gain_prior(..., gain_locs=DEFAULT_LOCS)`, `--gain-prior history-loc`, "
             "`benchmarks/results/worlds_history_loc.json`; its parts' commands are in its settings), paired by world. "
             "It helps where gains are many and small and costs the most where one candidate is the fix, so the "
-            "library keeps the mean at 0.3 unless asked:"), "",
+            "library keeps the mean at 0.3 unless asked:"), "", *_stale(fitted),
            "| family | fitted mean | q_cvu, fitted − 0.3, 95% | mv_greedy − q_cvu, fitted | mv_greedy − q_cvu, 0.3 |",
            "|---|---|---|---|---|"]
     for family in data["summary"]:
@@ -568,7 +574,7 @@ def _worlds_library(library: dict) -> list[str]:
             f"(`{COMMANDS['worlds_library_prior']}`, {library['settings']['worlds']} worlds per family, "
             f"{_machine(library)}): the rivals ahead of the rule with a paired interval that excludes 0 "
             "(with their unsafe episodes per campaign), the rule against β = 0, and the share of the gap closed."),
-           "", "| family | q_cvu net utility | unsafe | rivals ahead | q_beta0 − q_cvu, 95% | gap closed |",
+           "", *_stale(library), "| family | q_cvu net utility | unsafe | rivals ahead | q_beta0 − q_cvu, 95% | gap closed |",
            "|---|---|---|---|---|---|"]
     for family, summary in library["summary"].items():
         q = summary["q_cvu"]
@@ -646,7 +652,7 @@ def dp_ceiling(data: dict) -> list[str]:
          "value over the outcome tree as a share of the dynamic program's (ratio of means; in brackets the "
          "share of problems within 5%). `q_cvu+tr` is the rule told the transition the problems follow "
          "(`AlternativesTransition`, or `NoTransition` when gains add up); the variants are described in "
-         "`benchmarks/dp_ceiling.py`."), "",
+         "`benchmarks/dp_ceiling.py`."), "", *_stale(data),
         "| variant | DP value | " + " | ".join(rules) + " |", "|---" * (len(rules) + 2) + "|"]
     for variant, result in data["results"].items():
         cells = [f"{result['rules'][r]['ratio_of_means']:.3f} ({result['rules'][r]['share_within_5pct']:.0%})"
