@@ -589,6 +589,21 @@ def _worlds_library(library: dict) -> list[str]:
     return out + [""]
 
 
+def _merged_parts(settings: dict) -> list[str]:
+    """How a merged worlds table was put together, part by part."""
+    out = []
+    for part in settings.get("parts", [])[1:]:
+        what = (f"a re-run of {', '.join(part['strategies'])} on {', '.join(part['replaces'])}"
+                if part.get("strategies") else f"a re-run of {', '.join(part['replaces'])}") if part.get("replaces") else (
+            f"worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}")
+        out += [f"Merged (`bench_worlds.py --merge`) with {what}: `{part['command']}`.", ""]
+    for part in settings.get("parts", []):
+        if part.get("note"):
+            out += [(f"Note on worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}: "
+                    f"{part['note']}."), ""]
+    return out
+
+
 def _family_tables(data: dict) -> list[str]:
     """Per family of a worlds table: each strategy's columns and its net utility minus the rule's."""
     out = []
@@ -615,7 +630,7 @@ def _worlds_pilots(pilots: dict) -> list[str]:
     return [(f"Pilots (`{COMMANDS['worlds_pilots']}`, {pilots['settings']['worlds']} worlds, {_machine(pilots)}): "
              "one fix among near-zero and harmful adaptations, budget for about two tries and a cheap pilot of "
              "every adaptation. `q_cvu@g0_depth2` is the rule with the one-step G0 two decisions ahead in place "
-             "of the rollout."), ""] + _family_tables(pilots)
+             "of the rollout."), ""] + _merged_parts(pilots["settings"]) + _family_tables(pilots)
 
 
 def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
@@ -628,15 +643,7 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
          f"gain prior: {settings.get('gain_prior', 'library')}. Net utility is final J − λ0·spent at the prices "
          f"{', '.join(f'{k} {v:g}' for k, v in settings['prices'].items())}; the interval is the 95% paired t-interval over worlds of the strategy's net "
          "utility minus the rule's (`q_cvu`)."), ""]
-    for part in settings.get("parts", [])[1:]:
-        what = (f"a re-run of {', '.join(part['strategies'])} on {', '.join(part['replaces'])}"
-                if part.get("strategies") else f"a re-run of {', '.join(part['replaces'])}") if part.get("replaces") else (
-            f"worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}")
-        out += [f"Merged (`bench_worlds.py --merge`) with {what}: `{part['command']}`.", ""]
-    for part in settings.get("parts", []):
-        if part.get("note"):
-            out += [(f"Note on worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}: "
-                    f"{part['note']}."), ""]
+    out += _merged_parts(settings)
     out += _family_tables(data)
     return (out + (_worlds_location(data, fitted) if fitted else [])
             + (_worlds_library(library) if library else []) + (_worlds_pilots(pilots) if pilots else []))
