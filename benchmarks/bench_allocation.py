@@ -238,6 +238,13 @@ def reuse_rows(old: dict, rows: list[dict]) -> list[dict]:
         lo, hi = common.t_interval(diff)
         out.append({**r, "final_J_ci_low": round(lo, 4), "final_J_ci_high": round(hi, 4),
                     "dJ_vs_q_cvu": round(float(diff.mean()), 4)})
+    oracle_J = {(r["world"], r["strategy"]): np.array(r["final_J_by_seed"]) for r in old["results"]
+                if r["strategy"] in ORACLES}
+    for r in rows:  # this run's regrets against the oracles the table ran
+        for name in ORACLES:
+            if r[f"regret_vs_{name}"] is None and (r["world"], name) in oracle_J:
+                J = np.array(r["final_J_by_seed"])
+                r[f"regret_vs_{name}"] = round(float((oracle_J[r["world"], name] - J).mean()), 4)
     order = list(dict.fromkeys(r["strategy"] for r in old["results"]))
     merged = out + rows
     return sorted(merged, key=lambda r: (list(ref).index(r["world"]),

@@ -184,10 +184,10 @@ def test_a_run_of_the_rule_alone_reuses_the_other_rows(tmp_path):
     settings, makes the table a full run makes; a table with other settings is refused."""
     args = ["--synthetic", "--worlds", "syn_a", "--seeds", "3", "--rounds", "1", "--svi-steps", "50",
             "--cvu-samples", "8", "--gain-prior", "{}"]
-    full = bench_allocation.main([*args, "--strategies", "q_cvu,mv_greedy,dr_only", "--out", str(tmp_path / "f.json")])
+    full = bench_allocation.main([*args, "--strategies", "q_cvu,mv_greedy,oracle_safe", "--out", str(tmp_path / "f.json")])
     part = bench_allocation.main([*args, "--strategies", "q_cvu", "--reuse", str(tmp_path / "f.json")])
     assert part["results"] == full["results"] and part["over_worlds"] == full["over_worlds"]
-    assert part["settings"]["strategies"] == ["q_cvu", "mv_greedy", "dr_only"]
+    assert part["settings"]["strategies"] == ["q_cvu", "mv_greedy", "oracle_safe"]
     with pytest.raises(SystemExit, match="rounds"):
         other = [*args[:args.index("--rounds") + 1], "2", *args[args.index("--rounds") + 2:]]
         bench_allocation.main([*other, "--strategies", "q_cvu", "--reuse", str(tmp_path / "f.json")])
