@@ -68,6 +68,8 @@ COMMANDS = {
     "locomotion_cpu": ("python benchmarks/bench_locomotion.py --task ant --batches 256,1024 --steps 100 --repeats 3 "
                        "--native-threads 2 --out benchmarks/results/locomotion_cpu.json"),
     "dp_ceiling": "python benchmarks/bench_dp_ceiling.py --problems 100 --per-problem --out benchmarks/results/dp_ceiling.json",
+    "dp_ceiling_rule": ("python benchmarks/bench_dp_ceiling.py --problems 100 --per-problem --rules q_cvu q_cvu+tr "
+                        "--out benchmarks/results/dp_ceiling_rule.json"),
     "worlds": ("python benchmarks/bench_worlds.py --families all --worlds 120 --jobs 2 "
                "--out benchmarks/results/worlds.json"),
     "worlds_library_prior": ("python benchmarks/bench_worlds.py --families all --worlds 100 --jobs 2 --gain-prior library "
@@ -649,7 +651,23 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
             + (_worlds_library(library) if library else []) + (_worlds_pilots(pilots) if pilots else []))
 
 
-def dp_ceiling(data: dict) -> list[str]:
+def _dp_rule(data: dict, rule: dict) -> list[str]:
+    """The current rule re-measured on the same problems as the table above."""
+    rules = rule["settings"]["rules"]
+    out = [(f"The current rule on the same problems (`{COMMANDS['dp_ceiling_rule']}`, {_machine(rule)}), against "
+            "its columns above:"), "", "| variant | " + " | ".join(f"{r} now | {r} above" for r in rules) + " |",
+           "|---" * (2 * len(rules) + 1) + "|"]
+    for variant, result in rule["results"].items():
+        cells = []
+        for r in rules:
+            now, before = result["rules"][r], data["results"].get(variant, {}).get("rules", {}).get(r)
+            cells.append(f"{now['ratio_of_means']:.3f} ({now['share_within_5pct']:.0%})")
+            cells.append("" if before is None else f"{before['ratio_of_means']:.3f} ({before['share_within_5pct']:.0%})")
+        out.append(f"| {variant} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
+def dp_ceiling(data: dict, rule: dict | None = None) -> list[str]:
     """The rule's exact value as a share of the Bayes-optimal value, on small grid problems."""
     settings = data["settings"]
     rules = settings["rules"]
@@ -685,7 +703,7 @@ def dp_ceiling(data: dict) -> list[str]:
                        f"{c['baseline_means']['index_prior']:.4f} | {best} {c['baseline_means'][best]:.4f} | {c['dp_gap_closed']:.1%} | "
                        f"{c['problems_dp_closes_60pct']} of {c['problems_with_a_gap']} |")
         out.append("")
-    return out
+    return out + (_dp_rule(data, rule) if rule else [])
 
 
 REGIME_ARMS = {"nominal": "nominal policy", "si": "SI, then retrain at the fit", "dr_wide": "wide DR (contains the truth)",
@@ -866,7 +884,7 @@ SECTIONS = [
     Section(("cli_errors",), cli_errors),
     Section(("cli_decide",), cli_decide),
     Section(("worlds", "worlds_history_loc", "worlds_library_prior", "worlds_pilots"), worlds),
-    Section(("dp_ceiling",), dp_ceiling),
+    Section(("dp_ceiling", "dp_ceiling_rule"), dp_ceiling),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),
 ]
