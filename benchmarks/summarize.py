@@ -576,7 +576,7 @@ def _worlds_library(library: dict) -> list[str]:
             f"(`{COMMANDS['worlds_library_prior']}`, {library['settings']['worlds']} worlds per family, "
             f"{_machine(library)}): the rivals ahead of the rule with a paired interval that excludes 0 "
             "(with their unsafe episodes per campaign), the rule against β = 0, and the share of the gap closed."),
-           "", *_stale(library), "| family | q_cvu net utility | unsafe | rivals ahead | q_beta0 − q_cvu, 95% | gap closed |",
+           "", *_stale(library), *_merged_parts(library["settings"]), "| family | q_cvu net utility | unsafe | rivals ahead | q_beta0 − q_cvu, 95% | gap closed |",
            "|---|---|---|---|---|---|"]
     for family, summary in library["summary"].items():
         q = summary["q_cvu"]
