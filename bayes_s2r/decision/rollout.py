@@ -239,20 +239,25 @@ def _learn(walk: _Walk, pick, measured, noise_var, tried):
     return walk._replace(mean=jnp.where(tried, mean, walk.mean), cov=jnp.where(tried, cov, walk.cov))
 
 
+def _affordable(ro: RolloutArrays, budget):
+    """[Mb] candidates whose resource use fits in `budget`."""
+    return jnp.all(ro.cost <= budget[None, :] + 1e-9, axis=1)
+
+
 def _try_options(ro: RolloutArrays, w: _Walk, budget):
     """(ok, can_probe, reach): tries open and affordable with `budget`, gated candidates whose
     probe and try both are, and the price each option carries (a gated one's adds its probe's
     price spread over the probe's chance to open the gate)."""
     probe = jnp.maximum(ro.probe_of, 0)
     price = _prices(ro, budget)
-    afford = jnp.all(ro.cost <= budget[None, :] + 1e-9, axis=1)
+    afford = _affordable(ro, budget)
     ok = w.avail & afford
     can_probe = w.gated & (ro.probe_of >= 0) & afford & afford[probe]
     reach = price + jnp.where(ok, 0.0, price[probe] / jnp.maximum(ro.open_rate, 1e-3))
     return ok, can_probe, reach
 
 
-def _pilot_gradient(ro: RolloutArrays, arr: LookaheadArrays, w: _Walk, noise_sd):
+def _pilot_gradient(ro: RolloutArrays, arr: LookaheadArrays, w: _Walk):
     """[Mb] each pilot's knowledge gradient net of its price (−inf where there is no pilot to run):
     how much the best single try after it beats the best try now."""
     rows = jnp.arange(w.avail.shape[0])
@@ -264,16 +269,15 @@ def _pilot_gradient(ro: RolloutArrays, arr: LookaheadArrays, w: _Walk, noise_sd)
         value = adopt_moment(mean, jnp.sqrt(jnp.maximum(var, 0.0)), eval_sd, jnp) - reach
         return jnp.max(jnp.where(ok | can_probe, value, 0.0))
 
-    def gradient(p):
+    def after_pilot(p):  # the best try's expected value once pilot p's outcome is known
         t = jnp.maximum(ro.pilot_target[p], 0)
-        u = w.cov[:, t] / jnp.sqrt(w.cov[t, t] + noise_sd[p] ** 2 + 1e-12)
+        u = w.cov[:, t] / jnp.sqrt(w.cov[t, t] + eval_sd[p] ** 2 + 1e-12)
         budget = w.budget - ro.cost[p]
         after = jax.vmap(lambda z: best_try(w.mean + u * z, var - u**2, budget))(jnp.asarray(_NODES, jnp.float32))
-        return after @ jnp.asarray(_WEIGHTS, jnp.float32) - best_try(w.mean, var, w.budget)
+        return after @ jnp.asarray(_WEIGHTS, jnp.float32)
 
-    afford = jnp.all(ro.cost <= w.budget[None, :] + 1e-9, axis=1)
-    runnable = (ro.pilot_target >= 0) & afford & w.avail[jnp.maximum(ro.pilot_target, 0)]
-    net = jax.vmap(gradient)(rows) - _prices(ro, w.budget)
+    runnable = (ro.pilot_target >= 0) & _affordable(ro, w.budget) & w.avail[jnp.maximum(ro.pilot_target, 0)]
+    net = jax.vmap(after_pilot)(rows) - best_try(w.mean, var, w.budget) - _prices(ro, w.budget)
     return jnp.where(runnable, net, -jnp.inf)
 
 
@@ -301,14 +305,13 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk
         kept = adopt_moment(w.mean, sd, evaluation_sd(arr.kind, arr.a, w.j, jnp), jnp) - reach
         z = gaussian_reservation(w.mean, sd, reach)
         # the index ranks tries while another can follow; the last one is worth what it keeps
-        after = jnp.all(ro.cost[None, :, :] <= (w.budget[None, :] - ro.cost)[:, None, :] + 1e-9, axis=-1)
+        after = jax.vmap(lambda b: _affordable(ro, b))(w.budget[None, :] - ro.cost)  # [k, j]: j fits after k
         follows = jnp.any(after & options[None, :] & (rows[:, None] != rows[None, :]), axis=1)
         last = (left == 1) | ~jnp.any(options & follows)
         score = jnp.where(options & (kept > 0), jnp.where(last, kept, z), -jnp.inf)
         pick = jnp.argmax(score)
         if pilots:
-            pilot_sd = evaluation_sd(arr.kind, arr.a, w.j, jnp)
-            net = jnp.where(left > 1, _pilot_gradient(ro, arr, w, pilot_sd), -jnp.inf)
+            net = jnp.where(left > 1, _pilot_gradient(ro, arr, w), -jnp.inf)
             pilot = jnp.argmax(net)
             piloting = w.alive & (net[pilot] > 0)
         else:
