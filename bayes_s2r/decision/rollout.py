@@ -25,8 +25,9 @@ adaptation with the largest reservation value z (`index.gaussian_reservation`, E
 while further tries can follow; the last try (the last decision, or a budget that affords no
 further try after any of them) is chosen by what it keeps net of its price, as it is all
 that try is worth. A candidate shut by the
-safety gate competes through its probe, with the probe's price divided by its chance to open
-the gate added to its own; picking it runs the probe, which opens the gate or not. A try is
+safety gate competes through its probe while two decisions are left and the budget affords
+both the probe and the try, with the probe's price divided by its chance to open the gate
+added to its own; picking it runs the probe, which opens the gate or not. A try is
 made only while what its noisy evaluation will keep, E[ΔJ·P(adopt | ΔJ)] in moment form,
 pays for it: the index alone would go on trying where a gain too small to be seen is left.
 Each try's evaluation updates the believed gains through their covariance (a Gaussian
@@ -244,28 +245,29 @@ def _affordable(ro: RolloutArrays, budget):
     return jnp.all(ro.cost <= budget[None, :] + 1e-9, axis=1)
 
 
-def _try_options(ro: RolloutArrays, w: _Walk, budget):
+def _try_options(ro: RolloutArrays, w: _Walk, budget, left):
     """(ok, can_probe, reach): tries open and affordable with `budget`, gated candidates whose
-    probe and try both are, and the price each option carries (a gated one's adds its probe's
-    price spread over the probe's chance to open the gate)."""
+    probe and try together are, with the two decisions they take among the `left`, and the
+    price each option carries (a gated one's adds its probe's price spread over the probe's
+    chance to open the gate)."""
     probe = jnp.maximum(ro.probe_of, 0)
     price = _prices(ro, budget)
-    afford = _affordable(ro, budget)
-    ok = w.avail & afford
-    can_probe = w.gated & (ro.probe_of >= 0) & afford & afford[probe]
+    ok = w.avail & _affordable(ro, budget)
+    can_probe = (w.gated & (ro.probe_of >= 0) & (left >= 2)
+                 & jnp.all(ro.cost + ro.cost[probe] <= budget[None, :] + 1e-9, axis=1))
     reach = price + jnp.where(ok, 0.0, price[probe] / jnp.maximum(ro.open_rate, 1e-3))
     return ok, can_probe, reach
 
 
-def _pilot_gradient(ro: RolloutArrays, arr: LookaheadArrays, w: _Walk):
+def _pilot_gradient(ro: RolloutArrays, arr: LookaheadArrays, w: _Walk, left):
     """[Mb] each pilot's knowledge gradient net of its price (−inf where there is no pilot to run):
-    how much the best single try after it beats the best try now."""
+    how much the best single try after it beats the best try now, with `left` decisions left."""
     rows = jnp.arange(w.avail.shape[0])
     eval_sd = evaluation_sd(arr.kind, arr.a, w.j, jnp)
     var = jnp.diagonal(w.cov)
 
-    def best_try(mean, var, budget):
-        ok, can_probe, reach = _try_options(ro, w, budget)
+    def best_try(mean, var, budget, left):
+        ok, can_probe, reach = _try_options(ro, w, budget, left)
         value = adopt_moment(mean, jnp.sqrt(jnp.maximum(var, 0.0)), eval_sd, jnp) - reach
         return jnp.max(jnp.where(ok | can_probe, value, 0.0))
 
@@ -273,11 +275,12 @@ def _pilot_gradient(ro: RolloutArrays, arr: LookaheadArrays, w: _Walk):
         t = jnp.maximum(ro.pilot_target[p], 0)
         u = w.cov[:, t] / jnp.sqrt(w.cov[t, t] + eval_sd[p] ** 2 + 1e-12)
         budget = w.budget - ro.cost[p]
-        after = jax.vmap(lambda z: best_try(w.mean + u * z, var - u**2, budget))(jnp.asarray(_NODES, jnp.float32))
+        after = jax.vmap(lambda z: best_try(w.mean + u * z, var - u**2, budget, left - 1))(
+            jnp.asarray(_NODES, jnp.float32))
         return after @ jnp.asarray(_WEIGHTS, jnp.float32)
 
     runnable = (ro.pilot_target >= 0) & _affordable(ro, w.budget) & w.avail[jnp.maximum(ro.pilot_target, 0)]
-    net = jax.vmap(after_pilot)(rows) - best_try(w.mean, var, w.budget) - _prices(ro, w.budget)
+    net = jax.vmap(after_pilot)(rows) - best_try(w.mean, var, w.budget, left) - _prices(ro, w.budget)
     return jnp.where(runnable, net, -jnp.inf)
 
 
@@ -297,7 +300,7 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk
     def step(w: _Walk, xs):
         eps, left = xs
         price = _prices(ro, w.budget)
-        ok, can_probe, reach = _try_options(ro, w, w.budget)
+        ok, can_probe, reach = _try_options(ro, w, w.budget, left)
         sd = jnp.sqrt(jnp.maximum(jnp.diagonal(w.cov), 0.0))
         options = ok | can_probe
         # a try is made only if what its noisy evaluation will keep pays for it (and the probe
@@ -311,7 +314,7 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk
         score = jnp.where(options & (kept > 0), jnp.where(last, kept, z), -jnp.inf)
         pick = jnp.argmax(score)
         if pilots:
-            net = jnp.where(left > 1, _pilot_gradient(ro, arr, w), -jnp.inf)
+            net = jnp.where(left > 1, _pilot_gradient(ro, arr, w, left), -jnp.inf)
             pilot = jnp.argmax(net)
             piloting = w.alive & (net[pilot] > 0)
         else:

@@ -158,3 +158,18 @@ def test_the_base_policy_pilots_when_only_one_try_is_affordable():
     # without the pilot in the set the same walk tries blind
     belief, cands = _pilot_problem(with_pilot=False)
     assert bs.decide(belief, cands, bs.Budget(1.2, 1, 1), w, **kw).g0_null == pytest.approx(blind, abs=0.01)
+
+
+def test_the_base_policy_probes_only_when_a_decision_is_left_to_try():
+    """A probe opens a gate for a later try: with one decision left the base policy does not buy
+    it (its value is the best open try's, here not below 0), with two it probes, then tries."""
+    belief, cands, risk = _probe_problem({"ft": (0.0, 50.0)})
+    w = bs.ResourceWeights(real=0.05, compute=0.01, eng=0.01)
+    kw = {"risk": risk, "utility": "adopt", "current_J": 0.4, "continuation": "rollout", "cvu_samples": 512,
+          "transition": bs.NoTransition()}
+    one = bs.decide(belief, cands, bs.Budget(2, 5, 10), w, horizon=1, **kw)
+    assert one.g0_null >= 0.0
+    two = bs.decide(belief, cands, bs.Budget(2, 5, 10), w, horizon=2, **kw)
+    assert two.g0_null > 0.1
+    # a budget that affords the probe but not the try after it: no probe either
+    assert bs.decide(belief, cands, bs.Budget(0.4, 5, 10), w, horizon=2, **kw).g0_null >= 0.0
