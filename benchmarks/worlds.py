@@ -224,12 +224,19 @@ def history(family: Family, campaigns: int = 12) -> list[list[PairedEval]]:
     return out
 
 
-def team_prior(family: Family, fit_location: bool = False) -> dict:
+def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool = False) -> dict:
     """The gain prior a team with `history(family)` behind it brings (`bs.fit_gain_prior`);
-    with `fit_location` the effects' prior mean is fitted too (over its `DEFAULT_LOCS`)."""
-    fit = bs.fit_gain_prior(history(family), gain_locs=DEFAULT_LOCS if fit_location else None)
+    with `fit_location` the effects' prior mean is fitted too (over its `DEFAULT_LOCS`), with
+    `scale_hierarchy` the upper levels are sized with the candidate level."""
+    fit = bs.fit_gain_prior(history(family), gain_locs=DEFAULT_LOCS if fit_location else None,
+                            scale_hierarchy=scale_hierarchy)
     out = {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df}
-    return {**out, "gain_loc": fit.prior.gain_loc} if fit_location else out
+    if fit_location:
+        out["gain_loc"] = fit.prior.gain_loc
+    if scale_hierarchy:
+        out.update(gain_scale=fit.prior.gain_scale, method_scale=fit.prior.method_scale,
+                   group_scale=fit.prior.group_scale)
+    return out
 
 
 def _rng(rng_key) -> np.random.Generator:

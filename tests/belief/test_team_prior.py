@@ -116,3 +116,42 @@ def test_the_effects_location_is_searched_when_asked():
     assert fit.prior.gain_loc == -0.6
     with pytest.raises(bs.InputError, match="gain_locs"):
         bs.fit_gain_prior(past, gain_locs=())
+
+
+@pytest.mark.parametrize("counts, scale, df", [((30, 48, 20, 48), 0.5, None), ((5, 5, 0, 5), 1.0, 2.0)])
+def test_the_evidence_with_the_hierarchy_scaled_matches_monte_carlo(counts, scale, df):
+    """δ = gain_loc + s_up·ζ + τ·ε: the upper levels' offset, scaled with the candidate level."""
+    st, nt, sc, nc = counts
+    base = GainPrior()
+    fit = fit_gain_prior([[PairedEval("a", st, nt, sc, nc)]], candidate_scales=[scale], candidate_dfs=[df],
+                         scale_hierarchy=True)
+    up = scale / base.candidate_scale * np.sqrt(base.gain_scale**2 + base.method_scale**2 + base.group_scale**2)
+    rng = np.random.default_rng(0)
+    n = 2_000_000
+    alpha = rng.normal(0.0, 1.5, n)
+    eps = rng.normal(size=n) if df is None else rng.standard_t(df, n)
+    delta = 0.3 + up * rng.normal(size=n) + scale * np.abs(rng.normal(size=n)) * eps
+    from scipy.stats import binom
+
+    mc = np.mean(binom.pmf(st, nt, expit(alpha + delta)) * binom.pmf(sc, nc, expit(alpha)))
+    assert fit.log_evidence[(scale, df)] == pytest.approx(np.log(mc), abs=0.02)
+    # the fitted prior carries the upper levels at the same ratio
+    k = scale / base.candidate_scale
+    assert (fit.prior.gain_scale, fit.prior.method_scale, fit.prior.group_scale) == pytest.approx(
+        (base.gain_scale * k, base.method_scale * k, base.group_scale * k))
+
+
+def test_scaling_the_hierarchy_narrows_the_prior_predictive_to_a_narrow_history():
+    """On effects of scale 0.3 logits, fitting the candidate level alone leaves the upper levels'
+    0.77 logits on top; sizing the hierarchy brings the whole spread near what was seen."""
+    rng = np.random.default_rng(4)
+    past = _simulate(rng, 300, 0.3, None)
+    alone, whole = fit_gain_prior(past), fit_gain_prior(past, scale_hierarchy=True)
+
+    def spread(p):  # prior sd of one effect in logits (E[τ²] = scale² for each half-normal level)
+        return np.sqrt(p.gain_scale**2 + p.method_scale**2 + p.group_scale**2 + p.candidate_scale**2)
+
+    assert spread(alone.prior) > 0.8
+    assert spread(whole.prior) < 0.6
+    with pytest.raises(InputError, match="scale_hierarchy"):
+        fit_gain_prior(past, scale_hierarchy=1)
