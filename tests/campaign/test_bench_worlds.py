@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import worlds as W
 
+import bayes_s2r as bs
+
 
 @pytest.mark.parametrize("family", sorted(W.FAMILIES))
 def test_a_world_is_a_function_of_its_family_and_seed(family):
@@ -125,3 +127,16 @@ def test_a_strategy_id_names_the_look_ahead_depth():
     out = bench_worlds.main(["--families", "pilots", "--worlds", "1", "--rounds", "2", "--gain-prior", "library",
                              "--strategies", "q_cvu@g0_depth2"])
     assert [r["strategy"] for r in out["rows"]] == ["q_cvu@g0_depth2"]
+
+
+def test_a_team_prior_with_its_hierarchy_sized_keeps_the_library_proportions():
+    prior = W.team_prior(W.FAMILIES["small"], fit_location=True, scale_hierarchy=True)
+    k = prior["candidate_scale"] / bs.GainPrior().candidate_scale
+    base = bs.GainPrior()
+    assert prior["gain_scale"] == pytest.approx(base.gain_scale * k)
+    assert prior["method_scale"] == pytest.approx(base.method_scale * k)
+    assert prior["group_scale"] == pytest.approx(base.group_scale * k)
+    assert set(W.team_prior(W.FAMILIES["small"])) == {"candidate_scale", "candidate_df"}
+    world = W.draw_world(W.FAMILIES["small"], 0)
+    config = W.campaign_config(world, max_rounds=1, seed=0, fit_options={"prior": prior})
+    assert config.fit_options["prior"] == bs.GainPrior(**prior)  # the campaign's belief uses all of it
