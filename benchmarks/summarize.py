@@ -75,6 +75,10 @@ COMMANDS = {
     "worlds_library_prior": ("python benchmarks/bench_worlds.py --families all --worlds 100 --jobs 2 --gain-prior library "
                              "--strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,si_then_dr,"
                              "dr_then_ft,oracle_safe --out benchmarks/results/worlds_library_prior.json"),
+    "worlds_history_hierarchy": ("python benchmarks/bench_worlds.py --families small,needle,robot --worlds 40 --jobs 2 "
+                                 "--gain-prior history-hierarchy --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,"
+                                 "round_robin,dr_only,si_then_dr,dr_then_ft,oracle_safe "
+                                 "--out benchmarks/results/worlds_history_hierarchy.json"),
     "worlds_pilots": ("python benchmarks/bench_worlds.py --families pilots --worlds 200 --jobs 2 "
                       "--strategies q_cvu,q_cvu@g0_depth2,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,"
                       "si_then_dr,dr_then_ft,oracle_safe --out benchmarks/results/worlds_pilots.json"),
@@ -572,13 +576,31 @@ def _worlds_location(data: dict, fitted: dict) -> list[str]:
 
 def _worlds_library(library: dict) -> list[str]:
     """The rule against its rivals when the team brings no past campaigns (the library's prior)."""
-    out = [(f"Under the library's default prior, as a team with no past campaigns would decide "
-            f"(`{COMMANDS['worlds_library_prior']}`, {library['settings']['worlds']} worlds per family, "
-            f"{_machine(library)}): the rivals ahead of the rule with a paired interval that excludes 0 "
-            "(with their unsafe episodes per campaign), the rule against β = 0, and the share of the gap closed."),
-           "", *_stale(library), *_merged_parts(library["settings"]), "| family | q_cvu net utility | unsafe | rivals ahead | q_beta0 − q_cvu, 95% | gap closed |",
-           "|---|---|---|---|---|---|"]
-    for family, summary in library["summary"].items():
+    return _worlds_rivals(library, (
+        f"Under the library's default prior, as a team with no past campaigns would decide "
+        f"(`{COMMANDS['worlds_library_prior']}`, {library['settings']['worlds']} worlds per family, "
+        f"{_machine(library)}): the rivals ahead of the rule with a paired interval that excludes 0 "
+        "(with their unsafe episodes per campaign), the rule against β = 0, and the share of the gap closed."))
+
+
+def _worlds_hierarchy(hierarchy: dict, data: dict) -> list[str]:
+    """The rule and its rivals under a team prior whose whole effect hierarchy is sized by the history."""
+    return _worlds_rivals(hierarchy, (
+        "Under a team prior with the whole effect hierarchy sized by the history "
+        "(`bs.fit_gain_prior(..., gain_locs=DEFAULT_LOCS, scale_hierarchy=True)`: the upper levels scaled with the "
+        f"fitted candidate level and the mean fitted; `{COMMANDS['worlds_history_hierarchy']}`, "
+        f"{hierarchy['settings']['worlds']} worlds per family, {_machine(hierarchy)}). Every strategy ran under that "
+        "prior; the last column is the rule under it minus the rule in the first table, paired by world."), data)
+
+
+def _worlds_rivals(table: dict, intro: str, main: dict | None = None) -> list[str]:
+    """Per family of a worlds table run under another prior: the rule, the rivals ahead of it,
+    β = 0, the gap closed, and (given `main`) the rule against the main table's."""
+    extra = " q_cvu − first table's, 95% |" if main else ""
+    out = [intro, "", *_stale(table), *_merged_parts(table["settings"]),
+           "| family | q_cvu net utility | unsafe | rivals ahead | q_beta0 − q_cvu, 95% | gap closed |" + extra,
+           "|---|---|---|---|---|---|" + ("---|" if main else "")]
+    for family, summary in table["summary"].items():
         q = summary["q_cvu"]
         ahead = [f"{name} {row['minus_q_cvu']['mean']:+.3f}; {row['unsafe_mean']:.2f}" for name, row in summary.items()
                  if not name.startswith("_") and name not in ("q_cvu", "oracle_safe")
@@ -586,8 +608,12 @@ def _worlds_library(library: dict) -> list[str]:
         b0 = _diff_of(summary.get("q_beta0", {}).get("minus_q_cvu"))
         gap = summary.get("_gap") or {}
         closed = "" if gap.get("gap_closed") is None else f"{gap['gap_closed']:.0%} (from {gap['best_rival']})"
+        against = ""
+        if main and family in main["summary"]:
+            m, lo, hi, n = _paired_rows(table, main, family, "q_cvu")
+            against = f" {_diff(m, lo, hi)} ({n} worlds) |"
         out.append(f"| {family} | {q['net_utility_mean']:.3f} | {q['unsafe_mean']:.2f} | {', '.join(ahead) or 'none'} "
-                   f"| {b0} | {closed} |")
+                   f"| {b0} | {closed} |" + against)
     return out + [""]
 
 
@@ -636,7 +662,7 @@ def _worlds_pilots(pilots: dict) -> list[str]:
 
 
 def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
-           pilots: dict | None = None) -> list[str]:
+           pilots: dict | None = None, hierarchy: dict | None = None) -> list[str]:
     """Random-world families: each strategy's net utility against the rule's, paired over worlds."""
     settings = data["settings"]
     out = _head("worlds", "Allocation quality on random worlds", data) + [
@@ -648,6 +674,7 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
     out += _merged_parts(settings)
     out += _family_tables(data)
     return (out + (_worlds_location(data, fitted) if fitted else [])
+            + (_worlds_hierarchy(hierarchy, data) if hierarchy else [])
             + (_worlds_library(library) if library else []) + (_worlds_pilots(pilots) if pilots else []))
 
 
@@ -883,7 +910,8 @@ SECTIONS = [
     Section(("scaling",), scaling),
     Section(("cli_errors",), cli_errors),
     Section(("cli_decide",), cli_decide),
-    Section(("worlds", "worlds_history_loc", "worlds_library_prior", "worlds_pilots"), worlds),
+    Section(("worlds", "worlds_history_loc", "worlds_library_prior", "worlds_pilots", "worlds_history_hierarchy"),
+            worlds),
     Section(("dp_ceiling", "dp_ceiling_rule"), dp_ceiling),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),
