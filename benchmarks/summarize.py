@@ -75,7 +75,7 @@ COMMANDS = {
     "worlds_library_prior": ("python benchmarks/bench_worlds.py --families all --worlds 100 --jobs 2 --gain-prior library "
                              "--strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,si_then_dr,"
                              "dr_then_ft,oracle_safe --out benchmarks/results/worlds_library_prior.json"),
-    "worlds_history_hierarchy": ("python benchmarks/bench_worlds.py --families small,needle,robot --worlds 40 --jobs 2 "
+    "worlds_history_hierarchy": ("python benchmarks/bench_worlds.py --families small,needle,robot --worlds 120 --jobs 2 "
                                  "--gain-prior history-hierarchy --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,"
                                  "round_robin,dr_only,si_then_dr,dr_then_ft,oracle_safe "
                                  "--out benchmarks/results/worlds_history_hierarchy.json"),
@@ -583,14 +583,20 @@ def _worlds_library(library: dict) -> list[str]:
         "(with their unsafe episodes per campaign), the rule against β = 0, and the share of the gap closed."))
 
 
-def _worlds_hierarchy(hierarchy: dict, data: dict) -> list[str]:
+def _worlds_hierarchy(hierarchy: dict, data: dict, pilots: dict | None) -> list[str]:
     """The rule and its rivals under a team prior whose whole effect hierarchy is sized by the history."""
+    first = {"summary": {**(pilots or {}).get("summary", {}), **data["summary"]},
+             "rows": data["rows"] + (pilots or {}).get("rows", [])}
     return _worlds_rivals(hierarchy, (
         "Under a team prior with the whole effect hierarchy sized by the history "
         "(`bs.fit_gain_prior(..., gain_locs=DEFAULT_LOCS, scale_hierarchy=True)`: the upper levels scaled with the "
         f"fitted candidate level and the mean fitted; `{COMMANDS['worlds_history_hierarchy']}`, "
         f"{hierarchy['settings']['worlds']} worlds per family, {_machine(hierarchy)}). Every strategy ran under that "
-        "prior; the last column is the rule under it minus the rule in the first table, paired by world."), data)
+        "prior; the last column is the rule under it minus the rule in the first table (the pilots table for "
+        "`pilots`), paired by world. The first belief is then close to the spread of the true gains where they "
+        "are many and small, and the rule stops at once there as its rivals do; where one rare fix decides, the "
+        "fitted mean of 0 makes the search look worth less. So the library does not size the hierarchy unless "
+        "asked."), first)
 
 
 def _worlds_rivals(table: dict, intro: str, main: dict | None = None) -> list[str]:
@@ -620,15 +626,21 @@ def _worlds_rivals(table: dict, intro: str, main: dict | None = None) -> list[st
 def _merged_parts(settings: dict) -> list[str]:
     """How a merged worlds table was put together, part by part."""
     out = []
-    for part in settings.get("parts", [])[1:]:
+    parts = settings.get("parts", [])
+
+    def worlds(part):  # "worlds 0–119", naming the families when the parts ran different ones
+        some = part.get("families") and any(p.get("families") != part["families"] for p in parts)
+        return (f"worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}"
+                + (f" of {', '.join(part['families'])}" if some else ""))
+
+    for part in parts[1:]:
         what = (f"a re-run of {', '.join(part['strategies'])} on {', '.join(part['replaces'])}"
                 if part.get("strategies") else f"a re-run of {', '.join(part['replaces'])}") if part.get("replaces") else (
-            f"worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}")
+            worlds(part))
         out += [f"Merged (`bench_worlds.py --merge`) with {what}: `{part['command']}`.", ""]
-    for part in settings.get("parts", []):
+    for part in parts:
         if part.get("note"):
-            out += [(f"Note on worlds {part['first_world']}–{part['first_world'] + part['worlds'] - 1}: "
-                    f"{part['note']}."), ""]
+            out += [f"Note on {worlds(part)}: {part['note']}.", ""]
     return out
 
 
@@ -674,7 +686,7 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
     out += _merged_parts(settings)
     out += _family_tables(data)
     return (out + (_worlds_location(data, fitted) if fitted else [])
-            + (_worlds_hierarchy(hierarchy, data) if hierarchy else [])
+            + (_worlds_hierarchy(hierarchy, data, pilots) if hierarchy else [])
             + (_worlds_library(library) if library else []) + (_worlds_pilots(pilots) if pilots else []))
 
 
