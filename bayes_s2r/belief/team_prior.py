@@ -257,12 +257,12 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         raise InputError("gain_locs", gain_locs, "a non-empty sequence of finite numbers (logits) or None")
     if isinstance(min_effects_for_loc, bool) or not isinstance(min_effects_for_loc, int) or min_effects_for_loc < 0:
         raise InputError("min_effects_for_loc", min_effects_for_loc, "a whole number >= 0")
+    if not isinstance(scale_hierarchy, bool):
+        raise InputError("scale_hierarchy", scale_hierarchy, "True or False")
     counts = _effects(histories)
     if len(counts) < min_effects_for_loc:
         locs = (base.gain_loc,)
     grid_ll = np.concatenate([_log_lik_grid(counts[i:i + 64], base) for i in range(0, len(counts), 64)])  # [E, D]
-    if not isinstance(scale_hierarchy, bool):
-        raise InputError("scale_hierarchy", scale_hierarchy, "True or False")
     at_scale = {s: _upper_levels(grid_ll, _upper_sd(base, float(s))) if scale_hierarchy else grid_ll for s in scales}
     by_loc = {}
     for loc in locs:
