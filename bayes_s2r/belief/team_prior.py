@@ -180,11 +180,17 @@ def _on_grid(grid_ll: np.ndarray, delta: np.ndarray) -> np.ndarray:
     return grid_ll[:, lo] * (1 - frac) + grid_ll[:, lo + 1] * frac
 
 
-def _upper_sd(base: GainPrior, candidate_scale: float) -> float:
-    """sd of the upper levels' sum (μ_A, method, group: E[τ²] = scale² for a half-normal τ)
-    once scaled with the candidate level to `candidate_scale`."""
+def _hierarchy_at(base: GainPrior, candidate_scale: float) -> GainPrior:
+    """`base` with its upper levels (μ_A, method, group) scaled as its candidate level would be
+    to `candidate_scale`, keeping their proportions."""
     k = candidate_scale / base.candidate_scale
-    return k * math.sqrt(base.gain_scale**2 + base.method_scale**2 + base.group_scale**2)
+    return dataclasses.replace(base, gain_scale=base.gain_scale * k, method_scale=base.method_scale * k,
+                               group_scale=base.group_scale * k)
+
+
+def _upper_sd(prior: GainPrior) -> float:
+    """sd of the upper levels' sum (E[τ²] = scale² for a half-normal τ)."""
+    return math.sqrt(prior.gain_scale**2 + prior.method_scale**2 + prior.group_scale**2)
 
 
 def _upper_levels(grid_ll: np.ndarray, sd: float, nodes: int = 16) -> np.ndarray:
@@ -263,7 +269,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
     if len(counts) < min_effects_for_loc:
         locs = (base.gain_loc,)
     grid_ll = np.concatenate([_log_lik_grid(counts[i:i + 64], base) for i in range(0, len(counts), 64)])  # [E, D]
-    at_scale = {s: _upper_levels(grid_ll, _upper_sd(base, float(s))) if scale_hierarchy else grid_ll for s in scales}
+    at_scale = {s: _upper_levels(grid_ll, _upper_sd(_hierarchy_at(base, float(s)))) if scale_hierarchy else grid_ll
+                for s in scales}
     by_loc = {}
     for loc in locs:
         at = dataclasses.replace(base, gain_loc=loc)
@@ -276,9 +283,7 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
     best = tuple(rest)
     out = {(s, d): v for (loc, s, d), v in by_loc.items() if loc == loc_best}
     normals = [v for (_, d), v in out.items() if d is None]
-    k = best[0] / base.candidate_scale if scale_hierarchy else 1.0
-    prior = dataclasses.replace(base, gain_loc=loc_best, candidate_scale=best[0], candidate_df=best[1],
-                                gain_scale=base.gain_scale * k, method_scale=base.method_scale * k,
-                                group_scale=base.group_scale * k, fixed_scales=False)
+    prior = dataclasses.replace(_hierarchy_at(base, best[0]) if scale_hierarchy else base, gain_loc=loc_best,
+                                candidate_scale=best[0], candidate_df=best[1], fixed_scales=False)
     return GainPriorFit(prior=prior, log_evidence=out, effects=len(counts),
                         best_minus_normal=out[best] - max(normals) if normals else float("nan"))

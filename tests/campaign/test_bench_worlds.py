@@ -131,8 +131,8 @@ def test_a_strategy_id_names_the_look_ahead_depth():
 
 def test_a_team_prior_with_its_hierarchy_sized_keeps_the_library_proportions():
     prior = W.team_prior(W.FAMILIES["small"], fit_location=True, scale_hierarchy=True)
-    k = prior["candidate_scale"] / bs.GainPrior().candidate_scale
     base = bs.GainPrior()
+    k = prior["candidate_scale"] / base.candidate_scale
     assert prior["gain_scale"] == pytest.approx(base.gain_scale * k)
     assert prior["method_scale"] == pytest.approx(base.method_scale * k)
     assert prior["group_scale"] == pytest.approx(base.group_scale * k)
