@@ -21,7 +21,8 @@ def _simulate(rng, effects: int, scale: float, df: float | None, episodes: int =
 
 
 @pytest.mark.parametrize("counts, scale, df", [((3, 5, 1, 5), 2.0, None), ((5, 5, 0, 5), 1.0, 2.0),
-                                               ((0, 6, 4, 6), 4.0, 3.0)])
+                                               ((0, 6, 4, 6), 4.0, 3.0), ((30, 48, 20, 48), 0.5, 3.0),
+                                               ((40, 48, 10, 48), 1.0, None)])
 def test_the_evidence_of_one_effect_matches_monte_carlo(counts, scale, df):
     st, nt, sc, nc = counts
     fit = fit_gain_prior([[PairedEval("a", st, nt, sc, nc)]], candidate_scales=[scale], candidate_dfs=[df],
@@ -74,7 +75,7 @@ def test_the_other_settings_of_the_base_prior_are_kept():
     huge = fit_gain_prior([[PairedEval("a", 48, 48, 0, 48)], [PairedEval("b", 0, 48, 48, 48)]],
                           candidate_scales=[0.5, 1.0, 2.0])
     assert huge.prior.candidate_scale == 2.0 and huge.at_grid_edge and "edge" in huge.text()
-    assert not fit_gain_prior([[PairedEval("a", 30, 48, 20, 48)]], candidate_scales=[0.1, 1.0, 9.0]).at_grid_edge
+    assert not fit_gain_prior([[PairedEval("a", 40, 48, 20, 48)]], candidate_scales=[0.1, 1.0, 9.0]).at_grid_edge
     # the default grid stops at 4 logits, where NUTS still calibrates (see the module docstring)
     capped = fit_gain_prior([[PairedEval("a", 48, 48, 0, 48)], [PairedEval("b", 0, 48, 48, 48)]])
     assert capped.prior.candidate_scale == 4.0 and capped.at_grid_edge
