@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 import bayes_s2r as bs
-from bayes_s2r.belief.team_prior import DEFAULT_LOCS
+from bayes_s2r.belief.team_prior import DEFAULT_LOCS, DEFAULT_SKEWS
 from bayes_s2r.campaign.executor import Execution
 from bayes_s2r.evidence.records import DeploymentEval, ExecutionOutcome, PairedEval
 
@@ -224,15 +224,19 @@ def history(family: Family, campaigns: int = 12) -> list[list[PairedEval]]:
     return out
 
 
-def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool = False) -> dict:
+def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool = False,
+               skew: bool = False) -> dict:
     """The gain prior a team with `history(family)` behind it brings (`bs.fit_gain_prior`);
     with `fit_location` the effects' prior mean is fitted too (over its `DEFAULT_LOCS`), with
-    `scale_hierarchy` the upper levels are sized with the candidate level."""
+    `scale_hierarchy` the upper levels are sized with the candidate level, with `skew` the
+    candidate level's skew is searched (over `DEFAULT_SKEWS`)."""
     fit = bs.fit_gain_prior(history(family), gain_locs=DEFAULT_LOCS if fit_location else None,
-                            scale_hierarchy=scale_hierarchy)
+                            scale_hierarchy=scale_hierarchy, candidate_skews=DEFAULT_SKEWS if skew else (0.0,))
     out = {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df}
     if fit_location:
         out["gain_loc"] = fit.prior.gain_loc
+    if skew:
+        out["candidate_skew"] = fit.prior.candidate_skew
     if scale_hierarchy:
         out.update(gain_scale=fit.prior.gain_scale, method_scale=fit.prior.method_scale,
                    group_scale=fit.prior.group_scale)

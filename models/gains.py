@@ -18,7 +18,11 @@ Parameterisation (η-scale = logit for `link="logit"`, the J scale for `link="id
       δ_m  = A_g·f_m + τ_cand·ε_m                         (the effect on the current policy)
   with ε ~ N(0, 1); with `candidate_df` = ν the candidate level is Student-t instead,
   ε_m = ε'_m / sqrt(λ_m), λ_m ~ Gamma(ν/2, ν/2) (a scale mixture of normals, so each
-  candidate keeps a Gaussian level of scale τ_cand/sqrt(λ_m) given λ_m). Each level is sampled in a data-centred form: for an element
+  candidate keeps a Gaussian level of scale τ_cand/sqrt(λ_m) given λ_m). With a skew κ
+  (`candidate_skew`) the mixture moves the mean too, δ_m = A_g·f_m + τ_cand·(κ·(λ_m^-½ − c_ν)
+  + λ_m^-½·ε'_m) with c_ν = E[λ^-½]: the prior mean is unchanged, and the candidates whose
+  effects are spread wide are also shifted up (κ > 0: most effects a little below the mean, a
+  few large gains) or down (κ < 0). Each level is sampled in a data-centred form: for an element
   x ~ N(loc, τ²) whose evidence gives a rough estimate ŷ with information I (a Gaussian
   approximation), the conditional posterior given τ and loc is about N(m, s²) with
   w = Iτ²/(1 + Iτ²), m = w·ŷ + (1 − w)·loc, s = τ·sqrt(1 − w); the sampler sees
@@ -54,6 +58,7 @@ Parameterisation (η-scale = logit for `link="logit"`, the J scale for `link="id
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -64,7 +69,7 @@ import numpyro.distributions as dist
 
 from bayes_s2r.errors import InputError, require_finite, require_finite_nonneg, require_positive
 
-__all__ = ["GainData", "GainPrior", "GainSpec", "gains_model"]
+__all__ = ["GainData", "GainPrior", "GainSpec", "gains_model", "mixing_sd_mean"]
 
 _J_EPS = 1e-4
 
@@ -94,6 +99,11 @@ class GainPrior:
             (Cauchy) a gain whose evidence saturates J keeps tails so heavy that NUTS
             diverged on 3 of 100 calibration datasets (benchmarks/sbc_gains.py); ν = 2 had
             none and calibrated.
+        candidate_skew: skew κ of the Student-t candidate level (0: symmetric; needs
+            `candidate_df` > 1). κ > 0 says that a rare candidate is a large gain while most
+            sit a little below the mean, the shape of a search for one fix among near-zero
+            and harmful adaptations, which a symmetric level can only hold as large losses
+            as likely as large gains. The mean effect stays `gain_loc`.
         fixed_scales: hold the three τ's at the given values (a Gaussian prior per candidate).
         baseline_loc, baseline_scale: prior of each policy's control level α_p.
         kappa_loc, kappa_scale: prior of log κ_g, the dose-response half-saturation constant
@@ -112,6 +122,7 @@ class GainPrior:
     group_scale: float = 0.3
     candidate_scale: float = 2.0
     candidate_df: float | None = None
+    candidate_skew: float = 0.0
     fixed_scales: bool = False
     baseline_loc: float = 0.0
     baseline_scale: float = 1.5
@@ -141,6 +152,16 @@ class GainPrior:
             object.__setattr__(self, "returns_noise_sd", _positive("returns_noise_sd", self.returns_noise_sd))
         if self.candidate_df is not None:
             object.__setattr__(self, "candidate_df", _positive("candidate_df", self.candidate_df))
+        object.__setattr__(self, "candidate_skew", require_finite("prior.candidate_skew", self.candidate_skew))
+        if self.candidate_skew != 0.0 and (self.candidate_df is None or self.candidate_df <= 1.0):
+            raise InputError("prior.candidate_skew", self.candidate_skew,
+                             f"0 unless candidate_df is a number > 1 (it is {self.candidate_df})")
+
+
+def mixing_sd_mean(df: float) -> float:
+    """c_ν = E[λ^-½] for λ ~ Gamma(ν/2, rate ν/2), ν > 1: the mean scale of a Student-t level
+    relative to its τ (the skewed level's shift is centred on it)."""
+    return math.exp(math.lgamma((df - 1) / 2) - math.lgamma(df / 2)) * math.sqrt(df / 2)
 
 
 class GainSpec(NamedTuple):
@@ -305,10 +326,13 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
     tau_m = _scale("tau_method", pr.method_scale, pr.fixed_scales) if H > 1 else 0.0
     tau_g = _scale("tau_group", pr.group_scale, pr.fixed_scales) if G > H else 0.0
     tau_c = _scale("tau_cand", pr.candidate_scale, pr.fixed_scales)
+    skew = 0.0
     if pr.candidate_df is not None:  # Student-t as a scale mixture: a normal level per λ_m
         nu = pr.candidate_df
         lam = numpyro.sample("cand_precision", dist.Gamma(nu / 2, nu / 2).expand([C]).to_event(1))
-        tau_c = tau_c / jnp.sqrt(lam)
+        tau_base, tau_c = tau_c, tau_c / jnp.sqrt(lam)
+        if pr.candidate_skew:  # a variance-mean mixture: the widely spread candidates shift
+            skew = pr.candidate_skew * (tau_c - tau_base * mixing_sd_mean(nu))
     if spec.has_batch:
         log_kappa = numpyro.sample(
             "log_kappa", dist.Normal(pr.kappa_loc, pr.kappa_scale).expand([G]).to_event(1))
@@ -352,7 +376,7 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
         else:
             linked = target_gain
         centre = jnp.where(data.cand_target >= 0, linked, centre)
-    delta = _level("z_cand", centre, tau_c, est_c, info_c, C)
+    delta = _level("z_cand", centre + skew, tau_c, est_c, info_c, C)
 
     def gain_at(a, d):
         if logit:

@@ -4,7 +4,8 @@ How large and how heavy-tailed intervention effects are is the prior choice that
 decisions most: under a normal candidate level two blind tries look as good as pilots that
 find the one fix, under a heavy-tailed one they do not. A lab that has run campaigns before
 has evidence on exactly that. `fit_gain_prior` chooses the candidate level's scale and
-degrees of freedom (`GainPrior.candidate_scale`, `candidate_df`) that maximise the marginal
+degrees of freedom (`GainPrior.candidate_scale`, `candidate_df`, and when asked its skew,
+`candidate_skew`) that maximise the marginal
 likelihood of past paired evaluations, each one an effect drawn from the team's prior:
 
     p(s_c, s_t | s, ν) = ∫∫ Bin(s_c | n_c, σ(α)) Bin(s_t | n_t, σ(α + δ)) N(α; α0, σ_α)
@@ -60,6 +61,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -67,7 +69,7 @@ from scipy import special
 
 from bayes_s2r.errors import InputError, require_positive
 from bayes_s2r.evidence.records import PairedEval
-from bayes_s2r.models.gains import GainPrior
+from bayes_s2r.models.gains import GainPrior, mixing_sd_mean
 
 __all__ = ["GainPriorFit", "fit_gain_prior"]
 
@@ -83,6 +85,9 @@ DEFAULT_LOCS = (-0.5, -0.25, 0.0, 0.15, 0.3, 0.5)
 #: maximum sits at the mean of what was seen with the smallest scale, a prior sure of a
 #: gain it has seen a few times.
 MIN_EFFECTS_FOR_LOC = 10
+#: Skews of the Student-t level to search (`candidate_skews=DEFAULT_SKEWS`): 0 and up to a
+#: shift of four times the level's scale for a candidate spread as wide as the average
+DEFAULT_SKEWS = (0.0, 0.5, 1.0, 2.0, 4.0)
 
 _DELTA_GRID = np.linspace(-25.0, 25.0, 1001)
 
@@ -93,9 +98,9 @@ class GainPriorFit:
 
     Attributes:
         prior: `base` with `candidate_scale` and `candidate_df` set to the best pair (and
-            `gain_loc` to the best searched location), and `fixed_scales` False.
+            `gain_loc` and `candidate_skew` to the best searched), and `fixed_scales` False.
         log_evidence: {(candidate_scale, candidate_df): log marginal likelihood} over the grid,
-            at the chosen `gain_loc`.
+            at the chosen `gain_loc` and `candidate_skew`.
         effects: how many effects (campaign, candidate, policy) the evidence held.
         best_minus_normal: log evidence of the best pair minus that of the best normal level
             (a Bayes factor on the log scale; > 0 favours heavy tails). NaN without normal
@@ -116,6 +121,8 @@ class GainPriorFit:
 
     def text(self) -> str:
         df = "normal" if self.prior.candidate_df is None else f"Student-t, nu={self.prior.candidate_df:g}"
+        if self.prior.candidate_skew:
+            df += f", skew={self.prior.candidate_skew:g}"
         edge = " (at the edge of the scales searched)" if self.at_grid_edge else ""
         return (f"team gain prior from {self.effects} past effects: candidate_scale="
                 f"{self.prior.candidate_scale:g}{edge}, candidate level {df}, gain_loc="
@@ -183,13 +190,32 @@ def _log_lik_grid(counts: np.ndarray, prior: GainPrior, nodes: int = 48) -> np.n
     return special.logsumexp(log_t + (log_c + logw)[:, None, :], axis=-1) + binom
 
 
-def _delta_quantiles(prior: GainPrior, scale: float, df: float | None, k_tau: int, k_eps: int) -> np.ndarray:
-    """Equal-probability nodes of δ = gain_loc + τ ε, τ ~ HalfNormal(scale), ε ~ t_ν."""
-    u_tau = (np.arange(k_tau) + 0.5) / k_tau
-    u_eps = (np.arange(k_eps) + 0.5) / k_eps
-    tau = scale * special.ndtri((1.0 + u_tau) / 2.0)  # half-normal quantile
-    eps = special.ndtri(u_eps) if df is None else special.stdtrit(df, u_eps)
-    return (prior.gain_loc + tau[:, None] * eps[None, :]).ravel()
+def _mid(k: int) -> np.ndarray:
+    return (np.arange(k) + 0.5) / k
+
+
+def _delta_nodes(prior: GainPrior, scale: float, df: float | None, skew: float = 0.0,
+                 k_tau: int = 16, k_eps: int = 128) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes of δ = gain_loc + τ ε, τ ~ HalfNormal(scale), ε ~ t_ν, and their log weights.
+
+    τ and ε sit at equal-probability quantiles (a midpoint rule in probability, equal weights).
+    With a skew κ, ε = κ(w − c_ν) + w·z with w = λ^-½ (`models/gains.py`): z on 32 quantiles,
+    λ on k_eps/4 quantiles u = v² of midpoints v, denser where λ is small and w large, where
+    the few large gains live (equal steps in u left an error of 0.05 in a single effect's log
+    evidence).
+    """
+    tau = scale * special.ndtri((1.0 + _mid(k_tau)) / 2.0)  # half-normal quantile
+    if skew == 0.0:
+        eps = special.ndtri(_mid(k_eps)) if df is None else special.stdtrit(df, _mid(k_eps))
+        log_w = np.full(eps.size, -math.log(eps.size))
+    else:
+        v = _mid(k_eps // 4)
+        w = 1.0 / np.sqrt(special.gammaincinv(df / 2, v**2) / (df / 2))
+        z = special.ndtri(_mid(32))
+        eps = ((skew * (w - mixing_sd_mean(df)))[:, None] + w[:, None] * z[None, :]).ravel()
+        log_w = np.repeat(np.log(2 * v / v.size), z.size) - math.log(z.size)
+    delta = (prior.gain_loc + tau[:, None] * eps[None, :]).ravel()
+    return delta, np.tile(log_w, tau.size) - math.log(tau.size)
 
 
 def _on_grid(grid_ll: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -227,7 +253,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                    candidate_dfs: Sequence[float | None] = DEFAULT_DFS,
                    gain_locs: Sequence[float] | None = None,
                    min_effects_for_loc: int = MIN_EFFECTS_FOR_LOC,
-                   scale_hierarchy: bool = False) -> GainPriorFit:
+                   scale_hierarchy: bool = False,
+                   candidate_skews: Sequence[float] = (0.0,)) -> GainPriorFit:
     """Choose the gains model's candidate level (and, when asked, the effects' prior mean) from
     past campaigns (type-II maximum likelihood).
 
@@ -249,6 +276,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
             by candidate_scale / base.candidate_scale, keeping base's proportions, and the
             marginal likelihood includes their variance (module docstring). Without it a
             small fitted candidate scale sits under upper levels that are not fitted.
+        candidate_skews: the skews of the Student-t level searched (`GainPrior.candidate_skew`;
+            e.g. `DEFAULT_SKEWS`); a skew other than 0 pairs only with the dfs above 1.
 
     Returns:
         a `GainPriorFit`; pass `fit.prior` as `fit_gains(..., prior=fit.prior)` or
@@ -285,25 +314,36 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         raise InputError("min_effects_for_loc", min_effects_for_loc, "a whole number >= 0")
     if not isinstance(scale_hierarchy, bool):
         raise InputError("scale_hierarchy", scale_hierarchy, "True or False")
+    skews = tuple(candidate_skews) if isinstance(candidate_skews, Iterable) else ()
+    if not skews or not all(isinstance(k, numbers.Real) and not isinstance(k, bool) and math.isfinite(k)
+                            for k in skews):
+        raise InputError("candidate_skews", candidate_skews, "a non-empty sequence of finite numbers")
+    # a skew other than 0 needs a Student-t level with a finite mean scale (ν > 1) to skew
+    levels = [(None if df is None else float(df), float(k)) for df in dfs for k in skews
+              if k == 0.0 or (df is not None and df > 1.0)]
+    if not levels:
+        raise InputError("candidate_skews", candidate_skews, "0 among them, or a candidate_df above 1")
     counts = _effects(histories)
     if len(counts) < min_effects_for_loc:
         locs = (base.gain_loc,)
     grid_ll = np.concatenate([_log_lik_grid(counts[i:i + 64], base) for i in range(0, len(counts), 64)])  # [E, D]
     at_scale = {s: _upper_levels(grid_ll, _upper_sd(_hierarchy_at(base, float(s)))) if scale_hierarchy else grid_ll
                 for s in scales}
-    by_loc = {}
+    by_key = {}
     for loc in locs:
         at = dataclasses.replace(base, gain_loc=loc)
-        for df in dfs:
+        for df, skew in levels:
             for s in scales:
-                delta = np.clip(_delta_quantiles(at, float(s), df, 16, 128), _DELTA_GRID[0], _DELTA_GRID[-1])
-                by_loc[(loc, float(s), None if df is None else float(df))] = float(
-                    np.sum(special.logsumexp(_on_grid(at_scale[s], delta), axis=1) - math.log(delta.size)))
-    loc_best, *rest = max(by_loc, key=by_loc.get)
+                delta, log_w = _delta_nodes(at, float(s), df, skew)
+                delta = np.clip(delta, _DELTA_GRID[0], _DELTA_GRID[-1])
+                by_key[(loc, skew, float(s), df)] = float(
+                    np.sum(special.logsumexp(_on_grid(at_scale[s], delta) + log_w, axis=1)))
+    loc_best, skew_best, *rest = max(by_key, key=by_key.get)
     best = tuple(rest)
-    out = {(s, d): v for (loc, s, d), v in by_loc.items() if loc == loc_best}
-    normals = [v for (_, d), v in out.items() if d is None]
+    out = {(s, d): v for (loc, k, s, d), v in by_key.items() if loc == loc_best and k == skew_best}
+    normals = [v for (loc, k, s, d), v in by_key.items() if loc == loc_best and d is None]
     prior = dataclasses.replace(_hierarchy_at(base, best[0]) if scale_hierarchy else base, gain_loc=loc_best,
-                                candidate_scale=best[0], candidate_df=best[1], fixed_scales=False)
+                                candidate_scale=best[0], candidate_df=best[1], candidate_skew=skew_best,
+                                fixed_scales=False)
     return GainPriorFit(prior=prior, log_evidence=out, effects=len(counts),
                         best_minus_normal=out[best] - max(normals) if normals else float("nan"))

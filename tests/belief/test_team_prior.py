@@ -7,13 +7,21 @@ from scipy.special import expit
 
 import bayes_s2r as bs
 from bayes_s2r import GainPrior, InputError, PairedEval, fit_gain_prior
-from bayes_s2r.belief.team_prior import DEFAULT_LOCS
+from bayes_s2r.belief.team_prior import DEFAULT_LOCS, DEFAULT_SKEWS
+from bayes_s2r.models.gains import mixing_sd_mean
 
 
-def _simulate(rng, effects: int, scale: float, df: float | None, episodes: int = 48):
+def _skewed(rng, n: int, df: float, skew: float):
+    """ε = κ(w − c_ν) + w·z, w = λ^-½, λ ~ Gamma(ν/2, rate ν/2): the skewed level of `models/gains.py`."""
+    w = 1.0 / np.sqrt(rng.gamma(df / 2, 2 / df, n))
+    return skew * (w - mixing_sd_mean(df)) + w * rng.normal(size=n)
+
+
+def _simulate(rng, effects: int, scale: float, df: float | None, episodes: int = 48, skew: float = 0.0):
     """One campaign per effect, drawn from the fit's own generative model."""
     tau = scale * np.abs(rng.normal(size=effects))
-    eps = rng.normal(size=effects) if df is None else rng.standard_t(df, size=effects)
+    eps = (rng.normal(size=effects) if df is None else
+           rng.standard_t(df, size=effects) if not skew else _skewed(rng, effects, df, skew))
     alpha = rng.normal(0.0, 1.5, size=effects)
     treated = rng.binomial(episodes, expit(alpha + 0.3 + tau * eps))
     control = rng.binomial(episodes, expit(alpha))
@@ -92,6 +100,10 @@ def test_the_other_settings_of_the_base_prior_are_kept():
     ({"candidate_scales": []}, "candidate_scales"),
     ({"candidate_dfs": [-1.0]}, "candidate_dfs"),
     ({"min_effects_for_loc": -1}, "min_effects_for_loc"),
+    ({"candidate_skews": []}, "candidate_skews"),
+    ({"candidate_skews": [float("nan")]}, "candidate_skews"),
+    ({"candidate_skews": 1.0}, "candidate_skews"),
+    ({"candidate_skews": [1.0], "candidate_dfs": [None, 1.0]}, "candidate_skews"),
 ])
 def test_bad_input_is_refused_by_name(kwargs, field):
     args = {"histories": [[PairedEval("a", 1, 2, 1, 2)]], **kwargs}
@@ -156,3 +168,30 @@ def test_scaling_the_hierarchy_narrows_the_prior_predictive_to_a_narrow_history(
     assert spread(whole.prior) < 0.6
     with pytest.raises(InputError, match="scale_hierarchy"):
         fit_gain_prior(past, scale_hierarchy=1)
+
+
+@pytest.mark.parametrize("counts, scale, df, skew", [((30, 48, 20, 48), 0.5, 3.0, 2.0), ((48, 48, 10, 48), 0.3, 2.0, 4.0),
+                                                     ((5, 48, 20, 48), 1.0, 5.0, -1.0)])
+def test_the_evidence_of_a_skewed_level_matches_monte_carlo(counts, scale, df, skew):
+    st, nt, sc, nc = counts
+    fit = fit_gain_prior([[PairedEval("a", st, nt, sc, nc)]], candidate_scales=[scale], candidate_dfs=[df],
+                         candidate_skews=[skew])
+    assert fit.prior.candidate_skew == skew and f"skew={skew:g}" in fit.text()
+    rng = np.random.default_rng(0)
+    n = 2_000_000
+    alpha = rng.normal(0.0, 1.5, n)
+    delta = 0.3 + scale * np.abs(rng.normal(size=n)) * _skewed(rng, n, df, skew)
+    from scipy.stats import binom
+
+    mc = np.mean(binom.pmf(st, nt, expit(alpha + delta)) * binom.pmf(sc, nc, expit(alpha)))
+    assert fit.log_evidence[(scale, df)] == pytest.approx(np.log(mc), abs=0.02)
+
+
+def test_a_skewed_history_is_recognised_and_a_symmetric_one_keeps_a_small_skew():
+    rng = np.random.default_rng(5)
+    skewed = fit_gain_prior(_simulate(rng, 300, 0.5, 3.0, skew=4.0), candidate_skews=DEFAULT_SKEWS)
+    assert skewed.prior.candidate_skew >= 2.0
+    symmetric = fit_gain_prior(_simulate(rng, 300, 0.5, 3.0), candidate_skews=DEFAULT_SKEWS)
+    assert symmetric.prior.candidate_skew <= 0.5
+    # searched only when asked, and then the normal level competes at skew 0
+    assert fit_gain_prior(_simulate(rng, 30, 0.5, 3.0, skew=4.0)).prior.candidate_skew == 0.0
