@@ -206,15 +206,17 @@ def merge(results: list[dict]) -> dict:
 
 
 def _run_tasks(tasks: list[tuple], jobs: int, rows_path: str | None) -> list[dict]:
-    """Run the worlds, appending each finished world's rows to `rows_path` (resumable)."""
+    """Run the worlds, appending each finished world's rows to `rows_path` (resumable: a world
+    runs only the strategies its kept rows lack, so a strategy added later runs alone)."""
     done = []
     if rows_path and os.path.exists(rows_path):
         with open(rows_path) as f:
             done = [json.loads(line) for line in f if line.strip()]
-    wanted = {(t[0], t[1]) for t in tasks}
-    done = [r for r in done if (r["family"], r["world"]) in wanted]
-    finished = {(r["family"], r["world"]) for r in done}
-    todo = [t for t in tasks if (t[0], t[1]) not in finished]
+    wanted = {(t[0], t[1], s) for t in tasks for s in t[2]}
+    done = [r for r in done if (r["family"], r["world"], r["strategy"]) in wanted]
+    finished = {(r["family"], r["world"], r["strategy"]) for r in done}
+    todo = [(f, seed, left, *rest) for f, seed, strategies, *rest in tasks
+            if (left := tuple(s for s in strategies if (f, seed, s) not in finished))]
     with open(rows_path, "a") if rows_path else contextlib.nullcontext() as sink:
         if jobs > 1:
             pool = multiprocessing.get_context("spawn").Pool(jobs)
@@ -230,8 +232,8 @@ def _run_tasks(tasks: list[tuple], jobs: int, rows_path: str | None) -> list[dic
         finally:
             if pool:
                 pool.terminate()
-    order = {(t[0], t[1]): i for i, t in enumerate(tasks)}
-    return sorted(done, key=lambda r: order[r["family"], r["world"]])
+    order = {(t[0], t[1], name): (i, j) for i, t in enumerate(tasks) for j, name in enumerate(t[2])}
+    return sorted(done, key=lambda r: order[r["family"], r["world"], r["strategy"]])
 
 
 def main(argv=None) -> dict:

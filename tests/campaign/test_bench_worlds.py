@@ -68,6 +68,16 @@ def test_bench_worlds_resumes_from_its_rows_and_merges_parts(tmp_path):
     both = bench_worlds.main([*args, "--worlds", "2", "--rows", str(rows)])  # world 0 read back, world 1 run
     assert len(rows.read_text().splitlines()) == 4
     assert both["rows"][:2] == first["rows"]
+    # a strategy added later runs alone on the kept worlds, and the rows come in the table's order
+    more = ["--families", "needle", "--strategies", "mv_greedy,round_robin,oracle_safe", "--rounds", "1",
+            "--gain-prior", "library", "--worlds", "2", "--rows", str(rows)]
+    added = bench_worlds.main(more)
+    assert len(rows.read_text().splitlines()) == 6
+    assert [(r["world"], r["strategy"]) for r in added["rows"]] == [
+        (w, s) for w in (0, 1) for s in ("mv_greedy", "round_robin", "oracle_safe")]
+    assert [r for r in added["rows"] if r["strategy"] != "round_robin"] == both["rows"]
+    alone = bench_worlds.main([*more[:6], "--gain-prior", "library", "--worlds", "1"])["rows"][1]
+    assert {**added["rows"][1], "seconds": 0} == {**alone, "seconds": 0}  # as if run with the others
     second = bench_worlds.main([*args, "--worlds", "1", "--first-world", "1"])
     parts = [tmp_path / "a.json", tmp_path / "b.json"]
     for path, result in zip(parts, (first, second), strict=True):
