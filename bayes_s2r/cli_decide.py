@@ -474,12 +474,16 @@ def prior_command(
         help="Past campaigns, one each: a ledger, or a .csv / .json file of its trials.", show_default=False)],
     out: Annotated[Path | None, typer.Option(help="Write the chosen prior's fields here (JSON), for "
                                                   "`fit --prior` and `decide --prior`.")] = None,
+    skew: Annotated[bool, typer.Option(
+        "--skew", help="Also search the candidate level's skew (a few large gains among many small "
+                       "ones; GainPrior.candidate_skew).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Choose the gains prior's candidate level from past campaigns (`fit_gain_prior`)."""
     import dataclasses
 
     from bayes_s2r.belief import fit_gain_prior
+    from bayes_s2r.belief.team_prior import DEFAULT_SKEWS
     from bayes_s2r.evidence.io import read_csv, read_json
     from bayes_s2r.evidence.ledger import Ledger
 
@@ -493,7 +497,7 @@ def prior_command(
             continue
         with Ledger(path, create=False) as ledger:
             histories.append(ledger.records())
-    fit = fit_gain_prior(histories)
+    fit = fit_gain_prior(histories, candidate_skews=DEFAULT_SKEWS if skew else (0.0,))
     fields = dataclasses.asdict(fit.prior)
     if out is not None:
         Path(out).write_text(json.dumps(fields, indent=1) + "\n")

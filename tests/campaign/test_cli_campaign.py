@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 import bayes_s2r.cli_campaign
 import bayes_s2r.cli_decide  # noqa: F401  (registers the commands on the app)
 from bayes_s2r.belief import fit_gain_prior as bs_fit_gain_prior
+from bayes_s2r.belief.team_prior import DEFAULT_SKEWS
 from bayes_s2r.cli import app
 from bayes_s2r.evidence.ledger import Ledger
 from bayes_s2r.evidence.records import PairedEval
@@ -212,6 +213,12 @@ def test_prior_from_past_ledgers_then_fit_with_it(example_ledger, tmp_path, monk
     assert printed["prior"]["candidate_df"] == expected.candidate_df
     text = CliRunner().invoke(app, ["prior", *past])
     assert text.exit_code == 0 and "team gain prior from 8 past effects" in text.stdout
+    skewed = CliRunner().invoke(app, ["prior", *past, "--skew", "--json"])
+    assert skewed.exit_code == 0, skewed.output
+    with_skew = bs_fit_gain_prior([Ledger(p, create=False).records() for p in past],
+                                  candidate_skews=DEFAULT_SKEWS).prior
+    assert json.loads(skewed.stdout)["prior"]["candidate_skew"] == with_skew.candidate_skew
+    assert "candidate_skew" in printed["prior"] and printed["prior"]["candidate_skew"] == 0.0
     # the file reaches the fit
     import bayes_s2r.belief
 
