@@ -11,7 +11,8 @@ Parameterisation (η-scale = logit for `link="logit"`, the J scale for `link="id
   sigmoid(α_p). Index 0 is the current policy π_t; `baseline` = sigmoid(α_0).
 * Candidates. Group g = (method, lens); method h. For a candidate m with normalised batch
   b̃ (batch / median batch of its method; 1 when it has none)
-      B_h  = μ_A + τ_method·ε_h,   A_g = B_h + τ_group·ε_g,   μ_A ~ N(gain_loc, gain_scale)
+      B_h  = μ_A + o_h + τ_method·ε_h,   A_g = B_h + τ_group·ε_g,   μ_A ~ N(gain_loc, gain_scale)
+  (o_h = method_locs[h] − gain_loc for a method with its own prior mean, else 0)
   (the method level only with several methods, the group level only when some method has
   several lens groups: otherwise the levels are not identifiable and only add a ridge)
       f_m  = b̃(1 + κ_g) / (b̃ + κ_g),                    log κ_g ~ N(kappa_loc, kappa_scale)
@@ -59,7 +60,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import jax
@@ -85,6 +86,10 @@ class GainPrior:
     Attributes:
         link: "logit" (default) or "identity" (additive on the J scale; useful for checks).
         gain_loc, gain_scale: prior of μ_A, the mean effect at the reference batch.
+        method_locs: the prior mean effect of some methods' candidates instead of `gain_loc`,
+            as {method: logits} (stored as sorted (method, logits) pairs): a team that knows
+            that on its robot fine-tuning is usually what works says so here
+            (`fit_gain_prior(..., methods=...)` fits them from past campaigns).
         method_scale, group_scale, candidate_scale: HalfNormal scales of τ_method, τ_group,
             τ_cand (the values themselves when `fixed_scales`). The candidate scale
             defaults to 2 (weakly informative on the logit scale): an intervention that
@@ -118,6 +123,7 @@ class GainPrior:
     link: str = "logit"
     gain_loc: float = 0.3
     gain_scale: float = 0.5
+    method_locs: tuple[tuple[str, float], ...] = ()
     method_scale: float = 0.5
     group_scale: float = 0.3
     candidate_scale: float = 2.0
@@ -153,9 +159,24 @@ class GainPrior:
         if self.candidate_df is not None:
             object.__setattr__(self, "candidate_df", _positive("candidate_df", self.candidate_df))
         object.__setattr__(self, "candidate_skew", require_finite("prior.candidate_skew", self.candidate_skew))
+        object.__setattr__(self, "method_locs", _method_locs(self.method_locs))
         if self.candidate_skew != 0.0 and (self.candidate_df is None or self.candidate_df <= 1.0):
             raise InputError("prior.candidate_skew", self.candidate_skew,
                              f"0 unless candidate_df is a number > 1 (it is {self.candidate_df})")
+
+
+def _method_locs(value: Any) -> tuple[tuple[str, float], ...]:
+    """{method: loc} or (method, loc) pairs as sorted pairs (hashable: the prior is static)."""
+    pairs = value.items() if isinstance(value, Mapping) else value
+    try:
+        out = {}
+        for method, loc in pairs:
+            if not isinstance(method, str) or not method or method in out:
+                raise TypeError
+            out[method] = require_finite(f"prior.method_locs[{method!r}]", loc)
+    except (TypeError, ValueError):
+        raise InputError("prior.method_locs", value, "{method name: logits}, each method once") from None
+    return tuple(sorted(out.items()))
 
 
 def mixing_sd_mean(df: float) -> float:
@@ -206,7 +227,8 @@ class GainData(NamedTuple):
     Candidate arrays [C]: cand_group, cand_method (int), cand_dose (normalised batch, 1 when
     none), cand_target (direction index, -1 when none), cand_est and cand_info (a rough
     estimate of each candidate's effect and its information, for the data-centred
-    parameterisation; None: every level non-centred). Group arrays [G]: group_method.
+    parameterisation; None: every level non-centred). Method arrays [H]: method_offset, o_h of
+    `GainPrior.method_locs` (None: 0). Group arrays [G]: group_method.
     Policy arrays [P] (index 0 = current): control_successes, control_episodes, age;
     order_diff [P, H] = L_p − L_0. Cell arrays [Q] (one per candidate × policy):
     cell_cand, cell_policy, treated_successes, treated_episodes, returns_n, returns_mean,
@@ -231,6 +253,7 @@ class GainData(NamedTuple):
     returns_ss: Any
     cand_est: Any = None
     cand_info: Any = None
+    method_offset: Any = None
 
 
 def _scale(name: str, value: float, fixed: bool):
@@ -347,14 +370,15 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
                                            if linked_c else info_c)
     est_g, info_g = _pooled(est_c, info_up, tau_c, data.cand_group, G, factor=dose)
     est_h, info_h = _pooled(est_g, info_g, tau_g, data.group_method, H)
-    est_t, info_t = (_pooled(est_h, info_h, tau_m, jnp.zeros(H, jnp.int32), 1) if H > 1
-                     else (est_h, info_h))
+    offset = jnp.zeros(H) if data.method_offset is None else data.method_offset
+    est_t, info_t = (_pooled(None if est_h is None else est_h - offset, info_h, tau_m, jnp.zeros(H, jnp.int32), 1)
+                     if H > 1 else (None if est_h is None else est_h - offset, info_h))
     # then the levels, top down
     mu_a = numpyro.deterministic(
         "mu_gain", _level("z_mu", jnp.asarray(pr.gain_loc), jnp.asarray(pr.gain_scale), est_t, info_t, 1)[0])
-    a_method = jnp.full(H, mu_a)
+    a_method = mu_a + offset
     if H > 1:
-        a_method = _level("z_method", mu_a, tau_m, est_h, info_h, H)
+        a_method = _level("z_method", a_method, tau_m, est_h, info_h, H)
     a_group = _take(a_method, data.group_method, H)
     if G > H:
         a_group = _level("z_group", a_group, tau_g, est_g, info_g, G)

@@ -364,6 +364,8 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
         returns_ss=jnp.asarray(rss, jnp.float32),
         cand_est=jnp.asarray(est, jnp.float32),
         cand_info=jnp.asarray(info, jnp.float32),
+        method_offset=jnp.asarray([dict(prior.method_locs).get(h, prior.gain_loc) - prior.gain_loc
+                                   for h in method_names], jnp.float32),
     )
     spec = GainSpec(
         num_candidates=len(adapt), num_groups=len(groups), num_methods=len(method_names),

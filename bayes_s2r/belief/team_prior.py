@@ -88,6 +88,9 @@ MIN_EFFECTS_FOR_LOC = 10
 #: Skews of the Student-t level to search (`candidate_skews=DEFAULT_SKEWS`): 0 and up to a
 #: shift of four times the level's scale for a candidate spread as wide as the average
 DEFAULT_SKEWS = (0.0, 0.5, 1.0, 2.0, 4.0)
+#: Per-method means to search (`method_locs=DEFAULT_METHOD_LOCS`; logits): wider than
+#: `DEFAULT_LOCS`, since a method that is usually the fix sits well above the rest.
+DEFAULT_METHOD_LOCS = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0)
 
 _DELTA_GRID = np.linspace(-25.0, 25.0, 1001)
 
@@ -123,6 +126,8 @@ class GainPriorFit:
         df = "normal" if self.prior.candidate_df is None else f"Student-t, nu={self.prior.candidate_df:g}"
         if self.prior.candidate_skew:
             df += f", skew={self.prior.candidate_skew:g}"
+        if self.prior.method_locs:
+            df += ", method means " + ", ".join(f"{h} {m:g}" for h, m in self.prior.method_locs)
         edge = " (at the edge of the scales searched)" if self.at_grid_edge else ""
         return (f"team gain prior from {self.effects} past effects: candidate_scale="
                 f"{self.prior.candidate_scale:g}{edge}, candidate level {df}, gain_loc="
@@ -130,11 +135,12 @@ class GainPriorFit:
                 f"the best normal level {self.best_minus_normal:+.2f}")
 
 
-def _effects(histories) -> np.ndarray:
-    """[E, 4] counts (s_t, n_t, s_c, n_c): one row per (campaign, candidate, policy), summed."""
+def _effects(histories) -> tuple[np.ndarray, list[str]]:
+    """[E, 4] counts (s_t, n_t, s_c, n_c), one row per (campaign, candidate, policy), summed,
+    and each row's candidate."""
     if isinstance(histories, (str, bytes)) or not isinstance(histories, Iterable):
         raise InputError("histories", histories, "an iterable of campaigns, each an iterable of records")
-    rows = []
+    rows, names = [], []
     for i, campaign in enumerate(histories):
         if callable(getattr(campaign, "records", None)):  # a Ledger
             campaign = campaign.records()
@@ -150,9 +156,10 @@ def _effects(histories) -> np.ndarray:
             c[2] += r.successes_control
             c[3] += r.episodes_control
         rows += cells.values()
+        names += [k[0] for k in cells]
     if not rows:
         raise InputError("histories", "no PairedEval records", "at least one past paired evaluation")
-    return np.asarray(rows, dtype=float)
+    return np.asarray(rows, dtype=float), names
 
 
 def _control_posterior(sc: np.ndarray, nc: np.ndarray, prior: GainPrior) -> tuple[np.ndarray, np.ndarray]:
@@ -254,7 +261,9 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                    gain_locs: Sequence[float] | None = None,
                    min_effects_for_loc: int = MIN_EFFECTS_FOR_LOC,
                    scale_hierarchy: bool = False,
-                   candidate_skews: Sequence[float] = (0.0,)) -> GainPriorFit:
+                   candidate_skews: Sequence[float] = (0.0,),
+                   methods: Mapping[str, str] | None = None,
+                   method_locs: Sequence[float] | None = None) -> GainPriorFit:
     """Choose the gains model's candidate level (and, when asked, the effects' prior mean) from
     past campaigns (type-II maximum likelihood).
 
@@ -278,6 +287,11 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
             small fitted candidate scale sits under upper levels that are not fitted.
         candidate_skews: the skews of the Student-t level searched (`GainPrior.candidate_skew`;
             e.g. `DEFAULT_SKEWS`); a skew other than 0 pairs only with the dfs above 1.
+        methods: the method of each past candidate, {candidate: method}, for `method_locs`.
+        method_locs: the prior means searched for each method's effects on its own
+            (`GainPrior.method_locs`, e.g. `DEFAULT_METHOD_LOCS`), for the methods with at
+            least `min_effects_for_loc` effects in `histories`; the others keep `gain_loc`.
+            None (default): one mean for all.
 
     Returns:
         a `GainPriorFit`; pass `fit.prior` as `fit_gains(..., prior=fit.prior)` or
@@ -323,27 +337,51 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
               if k == 0.0 or (df is not None and df > 1.0)]
     if not levels:
         raise InputError("candidate_skews", candidate_skews, "0 among them, or a candidate_df above 1")
-    counts = _effects(histories)
+    if method_locs is not None:
+        method_locs = tuple(method_locs) if isinstance(method_locs, Iterable) else ()
+        if not method_locs or not all(isinstance(x, numbers.Real) and math.isfinite(x) for x in method_locs):
+            raise InputError("method_locs", method_locs, "a non-empty sequence of finite numbers (logits) or None")
+        if not isinstance(methods, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
+                                                       for k, v in methods.items()):
+            raise InputError("methods", methods, "{candidate name: method name} of the past candidates")
+    counts, names = _effects(histories)
     if len(counts) < min_effects_for_loc:
         locs = (base.gain_loc,)
+    of_method: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        if method_locs is not None and name in methods:
+            of_method.setdefault(methods[name], []).append(i)
+    of_method = {h: np.asarray(ix) for h, ix in of_method.items() if len(ix) >= min_effects_for_loc}
+    rest = np.setdiff1d(np.arange(len(counts)), np.concatenate([[], *of_method.values()])).astype(int)
+    if not rest.size:  # every effect has its method's own mean: nothing left to place gain_loc
+        locs = (base.gain_loc,)
+    searched = sorted(set(locs) | (set(map(float, method_locs)) if of_method else set()))
     grid_ll = np.concatenate([_log_lik_grid(counts[i:i + 64], base) for i in range(0, len(counts), 64)])  # [E, D]
     at_scale = {s: _upper_levels(grid_ll, _upper_sd(_hierarchy_at(base, float(s)))) if scale_hierarchy else grid_ll
                 for s in scales}
-    by_key = {}
-    for loc in locs:
-        at = dataclasses.replace(base, gain_loc=loc)
-        for df, skew in levels:
-            for s in scales:
-                delta, log_w = _delta_nodes(at, float(s), df, skew)
+    by_key, by_method = {}, {}
+    for df, skew in levels:
+        for s in scales:
+            each = {}  # per searched mean, each effect's log evidence [E]
+            for loc in searched:
+                delta, log_w = _delta_nodes(dataclasses.replace(base, gain_loc=loc), float(s), df, skew)
                 delta = np.clip(delta, _DELTA_GRID[0], _DELTA_GRID[-1])
-                by_key[(loc, skew, float(s), df)] = float(
-                    np.sum(special.logsumexp(_on_grid(at_scale[s], delta) + log_w, axis=1)))
-    loc_best, skew_best, *rest = max(by_key, key=by_key.get)
-    best = tuple(rest)
+                each[loc] = special.logsumexp(_on_grid(at_scale[s], delta) + log_w, axis=1)
+            # each method's mean is chosen on its own effects (the evidence is a sum over effects)
+            best_m = {h: max(method_locs, key=lambda m, ix=ix: each[float(m)][ix].sum()) for h, ix in of_method.items()}
+            fitted = sum(float(each[float(m)][of_method[h]].sum()) for h, m in best_m.items())
+            for loc in locs:
+                key = (loc, skew, float(s), df)
+                by_key[key] = float(each[loc][rest].sum()) + fitted
+                by_method[key] = {h: float(m) for h, m in best_m.items()}
+    best_key = max(by_key, key=by_key.get)
+    loc_best, skew_best, *rest_key = best_key
+    best = tuple(rest_key)
     out = {(s, d): v for (loc, k, s, d), v in by_key.items() if loc == loc_best and k == skew_best}
     normals = [v for (loc, k, s, d), v in by_key.items() if loc == loc_best and d is None]
     prior = dataclasses.replace(_hierarchy_at(base, best[0]) if scale_hierarchy else base, gain_loc=loc_best,
                                 candidate_scale=best[0], candidate_df=best[1], candidate_skew=skew_best,
+                                method_locs=by_method[best_key] if of_method else base.method_locs,
                                 fixed_scales=False)
     return GainPriorFit(prior=prior, log_evidence=out, effects=len(counts),
                         best_minus_normal=out[best] - max(normals) if normals else float("nan"))

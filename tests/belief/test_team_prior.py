@@ -7,7 +7,7 @@ from scipy.special import expit
 
 import bayes_s2r as bs
 from bayes_s2r import GainPrior, InputError, PairedEval, fit_gain_prior
-from bayes_s2r.belief.team_prior import DEFAULT_LOCS, DEFAULT_SKEWS
+from bayes_s2r.belief.team_prior import DEFAULT_LOCS, DEFAULT_METHOD_LOCS, DEFAULT_SKEWS
 from bayes_s2r.models.gains import mixing_sd_mean
 
 
@@ -195,3 +195,47 @@ def test_a_skewed_history_is_recognised_and_a_symmetric_one_keeps_a_small_skew()
     assert symmetric.prior.candidate_skew <= 0.5
     # searched only when asked, and then the normal level competes at skew 0
     assert fit_gain_prior(_simulate(rng, 30, 0.5, 3.0, skew=4.0)).prior.candidate_skew == 0.0
+
+
+def _two_methods(rng, campaigns: int):
+    """Past campaigns with an SI candidate of mean effect -0.3 and an FT one of mean 1.5 (logits)."""
+    past = []
+    for _ in range(campaigns):
+        alpha = rng.normal(0.0, 1.0)
+        delta = {"si": rng.normal(-0.3, 0.4), "ft": rng.normal(1.5, 0.4), "dr": rng.normal(0.3, 0.4)}
+        past.append([PairedEval(name, int(rng.binomial(48, expit(alpha + d))), 48, int(rng.binomial(48, expit(alpha))), 48)
+                     for name, d in delta.items()])
+    return past
+
+
+def test_each_methods_mean_is_fitted_on_its_own_effects():
+    past = _two_methods(np.random.default_rng(6), 20)
+    methods = {"si": "SI", "ft": "FT", "dr": "DR"}
+    grid = {"candidate_scales": [0.3, 0.5, 1.0], "candidate_dfs": [None]}
+    fit = fit_gain_prior(past, methods=methods, method_locs=DEFAULT_METHOD_LOCS, **grid)
+    locs = dict(fit.prior.method_locs)
+    assert locs["FT"] == 1.5 and locs["SI"] in (-0.5, -0.25) and locs["DR"] in (0.25, 0.5)
+    assert "method means" in fit.text()
+    # the evidence is the sum of each method's, each at its own mean (the same effects fitted apart)
+    s = fit.prior.candidate_scale
+    parts = [fit_gain_prior([[r for r in c if r.candidate == name] for c in past], gain_locs=[locs[h]],
+                            min_effects_for_loc=0, candidate_scales=[s], candidate_dfs=[None])
+             for name, h in methods.items()]
+    assert fit.log_evidence[(s, None)] == pytest.approx(sum(p.log_evidence[(s, None)] for p in parts), abs=1e-9)
+    # a method with too few effects keeps gain_loc; without method_locs nothing is fitted per method
+    few = fit_gain_prior(past[:8], methods=methods, method_locs=DEFAULT_METHOD_LOCS, **grid)
+    assert few.prior.method_locs == ()
+    assert fit_gain_prior(past, methods=methods, **grid).prior.method_locs == ()
+    # only the named candidates count for their method
+    assert set(dict(fit_gain_prior(past, methods={"ft": "FT"}, method_locs=DEFAULT_METHOD_LOCS,
+                                   **grid).prior.method_locs)) == {"FT"}
+
+
+@pytest.mark.parametrize("kwargs, field", [({"method_locs": [1.0]}, "methods"),
+                                           ({"method_locs": [1.0], "methods": {"a": 1}}, "methods"),
+                                           ({"method_locs": [], "methods": {"a": "FT"}}, "method_locs"),
+                                           ({"method_locs": [float("inf")], "methods": {"a": "FT"}}, "method_locs")])
+def test_bad_method_arguments_are_refused_by_name(kwargs, field):
+    with pytest.raises(InputError) as err:
+        fit_gain_prior([[PairedEval("a", 1, 2, 1, 2)]], **kwargs)
+    assert err.value.field == field
