@@ -477,16 +477,29 @@ def prior_command(
     skew: Annotated[bool, typer.Option(
         "--skew", help="Also search the candidate level's skew (a few large gains among many small "
                        "ones; GainPrior.candidate_skew).")] = False,
+    method_means: Annotated[bool, typer.Option(
+        "--method-means", help="Give each method its own prior mean, fitted on its past candidates' effects "
+                               "(GainPrior.method_locs; needs --candidates).")] = False,
+    candidates: Annotated[Path | None, typer.Option(
+        "--candidates", help="Candidates TOML file naming the past candidates' methods (for --method-means).",
+        show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Choose the gains prior's candidate level from past campaigns (`fit_gain_prior`)."""
     import dataclasses
 
     from bayes_s2r.belief import fit_gain_prior
-    from bayes_s2r.belief.team_prior import DEFAULT_SKEWS
+    from bayes_s2r.belief.team_prior import DEFAULT_METHOD_LOCS, DEFAULT_SKEWS
     from bayes_s2r.evidence.io import read_csv, read_json
     from bayes_s2r.evidence.ledger import Ledger
 
+    if method_means and candidates is None:
+        raise InputError("--candidates", None, "a candidates TOML file naming the methods, with --method-means")
+    methods = None
+    if candidates is not None:
+        from bayes_s2r.evidence.io import load_candidates
+
+        methods = {c.name: c.method for c in load_candidates(candidates) if c.method}
     histories = []
     for path in past:
         if not Path(path).is_file():
@@ -497,7 +510,8 @@ def prior_command(
             continue
         with Ledger(path, create=False) as ledger:
             histories.append(ledger.records())
-    fit = fit_gain_prior(histories, candidate_skews=DEFAULT_SKEWS if skew else (0.0,))
+    fit = fit_gain_prior(histories, candidate_skews=DEFAULT_SKEWS if skew else (0.0,), methods=methods,
+                         method_locs=DEFAULT_METHOD_LOCS if method_means else None)
     fields = dataclasses.asdict(fit.prior)
     if out is not None:
         Path(out).write_text(json.dumps(fields, indent=1) + "\n")

@@ -79,6 +79,10 @@ COMMANDS = {
                                  "--gain-prior history-hierarchy --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,"
                                  "round_robin,dr_only,si_then_dr,dr_then_ft,oracle_safe "
                                  "--out benchmarks/results/worlds_history_hierarchy.json"),
+    "worlds_history_skew": ("python benchmarks/bench_worlds.py --families all --worlds 100 --jobs 2 "
+                            "--gain-prior history-skew --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,"
+                            "round_robin,dr_only,si_then_dr,dr_then_ft,oracle_safe "
+                            "--out benchmarks/results/worlds_history_skew.json"),
     "worlds_pilots": ("python benchmarks/bench_worlds.py --families pilots --worlds 200 --jobs 2 "
                       "--strategies q_cvu,q_cvu@g0_depth2,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,"
                       "si_then_dr,dr_then_ft,oracle_safe --out benchmarks/results/worlds_pilots.json"),
@@ -599,6 +603,19 @@ def _worlds_hierarchy(hierarchy: dict, data: dict, pilots: dict | None) -> list[
         "asked."), first)
 
 
+def _worlds_skew(skew: dict, data: dict, pilots: dict | None) -> list[str]:
+    """The rule and its rivals under a team prior whose candidate level may be skewed."""
+    first = {"summary": {**(pilots or {}).get("summary", {}), **data["summary"]},
+             "rows": data["rows"] + (pilots or {}).get("rows", [])}
+    chosen = "; ".join(f"{f} {p['candidate_skew']:g}" for f, p in (skew["settings"].get("team_priors") or {}).items())
+    return _worlds_rivals(skew, (
+        "Under a team prior whose candidate level may be skewed (`bs.fit_gain_prior(..., "
+        "candidate_skews=DEFAULT_SKEWS)`: most effects a little below the mean and a few large gains; "
+        f"`{COMMANDS['worlds_history_skew']}`, {skew['settings']['worlds']} worlds per family, {_machine(skew)}). "
+        f"The skew chosen per family: {chosen}. Every strategy ran under that prior; the last column is the rule "
+        "under it minus the rule in the first table (the pilots table for `pilots`), paired by world."), first)
+
+
 def _worlds_rivals(table: dict, intro: str, main: dict | None = None) -> list[str]:
     """Per family of a worlds table run under another prior: the rule, the rivals ahead of it,
     β = 0, the gap closed, and (given `main`) the rule against the main table's."""
@@ -674,7 +691,7 @@ def _worlds_pilots(pilots: dict) -> list[str]:
 
 
 def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
-           pilots: dict | None = None, hierarchy: dict | None = None) -> list[str]:
+           pilots: dict | None = None, hierarchy: dict | None = None, skew: dict | None = None) -> list[str]:
     """Random-world families: each strategy's net utility against the rule's, paired over worlds."""
     settings = data["settings"]
     out = _head("worlds", "Allocation quality on random worlds", data) + [
@@ -687,6 +704,7 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
     out += _family_tables(data)
     return (out + (_worlds_location(data, fitted) if fitted else [])
             + (_worlds_hierarchy(hierarchy, data, pilots) if hierarchy else [])
+            + (_worlds_skew(skew, data, pilots) if skew else [])
             + (_worlds_library(library) if library else []) + (_worlds_pilots(pilots) if pilots else []))
 
 
@@ -922,8 +940,8 @@ SECTIONS = [
     Section(("scaling",), scaling),
     Section(("cli_errors",), cli_errors),
     Section(("cli_decide",), cli_decide),
-    Section(("worlds", "worlds_history_loc", "worlds_library_prior", "worlds_pilots", "worlds_history_hierarchy"),
-            worlds),
+    Section(("worlds", "worlds_history_loc", "worlds_library_prior", "worlds_pilots", "worlds_history_hierarchy",
+             "worlds_history_skew"), worlds),
     Section(("dp_ceiling", "dp_ceiling_rule"), dp_ceiling),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

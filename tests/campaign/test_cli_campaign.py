@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -229,6 +230,32 @@ def test_prior_from_past_ledgers_then_fit_with_it(example_ledger, tmp_path, monk
                                       "--method", "svi", "--prior", str(out), "--json"])
     assert result.exit_code == 0, result.output
     assert seen == [expected]
+
+
+def test_prior_with_each_methods_mean_from_the_candidates_file(tmp_path):
+    rng = np.random.default_rng(0)
+    past = []
+    for i in range(10):  # "fix" (fine-tuning) usually gains a lot, "other" (DR) little
+        path = tmp_path / f"past{i}.sqlite"
+        with Ledger(path) as ledger:
+            ledger.add_many([PairedEval("fix", int(rng.binomial(48, 0.8)), 48, 14, 48),
+                             PairedEval("other", int(rng.binomial(48, 0.3)), 48, 14, 48)])
+        past.append(str(path))
+    toml = tmp_path / "candidates.toml"
+    toml.write_text('[[candidate]]\nname = "fix"\nrole = "adaptation"\nlens = "optimization"\nmethod = "FT"\n'
+                    '[[candidate]]\nname = "other"\nrole = "adaptation"\nlens = "data"\nmethod = "DR"\n')
+    out = tmp_path / "prior.json"
+    result = CliRunner().invoke(app, ["prior", *past, "--method-means", "--candidates", str(toml), "--json",
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    locs = dict(json.loads(result.stdout)["prior"]["method_locs"])
+    assert locs["FT"] > locs["DR"] + 1.0
+    # the file written reaches the fit as the same prior
+    from bayes_s2r.cli_decide import _read_prior
+
+    assert dict(_read_prior(out).method_locs) == locs
+    missing = CliRunner().invoke(app, ["prior", *past, "--method-means"])
+    assert missing.exit_code != 0 and "--candidates" in missing.output
 
 
 @pytest.mark.parametrize("args, message", [
