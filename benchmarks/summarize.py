@@ -79,10 +79,14 @@ COMMANDS = {
                                  "--gain-prior history-hierarchy --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,"
                                  "round_robin,dr_only,si_then_dr,dr_then_ft,oracle_safe "
                                  "--out benchmarks/results/worlds_history_hierarchy.json"),
-    "worlds_history_skew": ("python benchmarks/bench_worlds.py --families all --worlds 100 --jobs 2 "
+    "worlds_history_skew": ("python benchmarks/bench_worlds.py --families all --worlds 62 --jobs 2 "
                             "--gain-prior history-skew --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,"
                             "round_robin,dr_only,si_then_dr,dr_then_ft,oracle_safe "
                             "--out benchmarks/results/worlds_history_skew.json"),
+    "worlds_history_methods": ("python benchmarks/bench_worlds.py --families all --worlds 100 --jobs 2 "
+                               "--gain-prior history-methods --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,"
+                               "round_robin,dr_only,si_then_dr,dr_then_ft,oracle_safe "
+                               "--out benchmarks/results/worlds_history_methods.json"),
     "worlds_pilots": ("python benchmarks/bench_worlds.py --families pilots --worlds 200 --jobs 2 "
                       "--strategies q_cvu,q_cvu@g0_depth2,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,"
                       "si_then_dr,dr_then_ft,oracle_safe --out benchmarks/results/worlds_pilots.json"),
@@ -587,10 +591,14 @@ def _worlds_library(library: dict) -> list[str]:
         "(with their unsafe episodes per campaign), the rule against β = 0, and the share of the gap closed."))
 
 
+def _first_table(data: dict, pilots: dict | None) -> dict:
+    """The main worlds table with the pilots table's family beside it (what other priors are paired with)."""
+    return {"summary": {**(pilots or {}).get("summary", {}), **data["summary"]},
+            "rows": data["rows"] + (pilots or {}).get("rows", [])}
+
+
 def _worlds_hierarchy(hierarchy: dict, data: dict, pilots: dict | None) -> list[str]:
     """The rule and its rivals under a team prior whose whole effect hierarchy is sized by the history."""
-    first = {"summary": {**(pilots or {}).get("summary", {}), **data["summary"]},
-             "rows": data["rows"] + (pilots or {}).get("rows", [])}
     return _worlds_rivals(hierarchy, (
         "Under a team prior with the whole effect hierarchy sized by the history "
         "(`bs.fit_gain_prior(..., gain_locs=DEFAULT_LOCS, scale_hierarchy=True)`: the upper levels scaled with the "
@@ -600,20 +608,34 @@ def _worlds_hierarchy(hierarchy: dict, data: dict, pilots: dict | None) -> list[
         "`pilots`), paired by world. The first belief is then close to the spread of the true gains where they "
         "are many and small, and the rule stops at once there as its rivals do; where one rare fix decides, the "
         "fitted mean of 0 makes the search look worth less. So the library does not size the hierarchy unless "
-        "asked."), first)
+        "asked."), _first_table(data, pilots))
+
+
+_SAME_PRIOR = ("Every strategy ran under that prior; the last column is the rule under it minus the rule in the "
+               "first table (the pilots table for `pilots`), paired by world.")
 
 
 def _worlds_skew(skew: dict, data: dict, pilots: dict | None) -> list[str]:
     """The rule and its rivals under a team prior whose candidate level may be skewed."""
-    first = {"summary": {**(pilots or {}).get("summary", {}), **data["summary"]},
-             "rows": data["rows"] + (pilots or {}).get("rows", [])}
     chosen = "; ".join(f"{f} {p['candidate_skew']:g}" for f, p in (skew["settings"].get("team_priors") or {}).items())
     return _worlds_rivals(skew, (
         "Under a team prior whose candidate level may be skewed (`bs.fit_gain_prior(..., "
         "candidate_skews=DEFAULT_SKEWS)`: most effects a little below the mean and a few large gains; "
         f"`{COMMANDS['worlds_history_skew']}`, {skew['settings']['worlds']} worlds per family, {_machine(skew)}). "
-        f"The skew chosen per family: {chosen}. Every strategy ran under that prior; the last column is the rule "
-        "under it minus the rule in the first table (the pilots table for `pilots`), paired by world."), first)
+        f"The skew chosen per family: {chosen}. " + _SAME_PRIOR + " The history's evidence prefers the skewed "
+        "level in every family, but the rule's net utility moved in none with an interval that excludes 0, so the "
+        "library searches the skew only when asked."), _first_table(data, pilots))
+
+
+def _worlds_methods(methods: dict, data: dict, pilots: dict | None) -> list[str]:
+    """The rule and its rivals under a team prior with each method's mean fitted."""
+    chosen = "; ".join(f"{f}: " + ", ".join(f"{h} {m:g}" for h, m in sorted(p.get("method_locs", {}).items()))
+                       for f, p in (methods["settings"].get("team_priors") or {}).items())
+    return _worlds_rivals(methods, (
+        "Under a team prior with each method's mean fitted on its own past effects (`bs.fit_gain_prior(..., "
+        "methods=..., method_locs=DEFAULT_METHOD_LOCS)`, `bayes-s2r prior --method-means`; "
+        f"`{COMMANDS['worlds_history_methods']}`, {methods['settings']['worlds']} worlds per family, "
+        f"{_machine(methods)}). The means chosen (logits): {chosen}. " + _SAME_PRIOR), _first_table(data, pilots))
 
 
 def _worlds_rivals(table: dict, intro: str, main: dict | None = None) -> list[str]:
@@ -658,6 +680,8 @@ def _merged_parts(settings: dict) -> list[str]:
     for part in parts:
         if part.get("note"):
             out += [f"Note on {worlds(part)}: {part['note']}.", ""]
+    if not parts and settings.get("note"):
+        out += [f"Note: {settings['note']}.", ""]
     return out
 
 
@@ -691,7 +715,8 @@ def _worlds_pilots(pilots: dict) -> list[str]:
 
 
 def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
-           pilots: dict | None = None, hierarchy: dict | None = None, skew: dict | None = None) -> list[str]:
+           pilots: dict | None = None, hierarchy: dict | None = None, skew: dict | None = None,
+           methods: dict | None = None) -> list[str]:
     """Random-world families: each strategy's net utility against the rule's, paired over worlds."""
     settings = data["settings"]
     out = _head("worlds", "Allocation quality on random worlds", data) + [
@@ -705,6 +730,7 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
     return (out + (_worlds_location(data, fitted) if fitted else [])
             + (_worlds_hierarchy(hierarchy, data, pilots) if hierarchy else [])
             + (_worlds_skew(skew, data, pilots) if skew else [])
+            + (_worlds_methods(methods, data, pilots) if methods else [])
             + (_worlds_library(library) if library else []) + (_worlds_pilots(pilots) if pilots else []))
 
 
@@ -941,7 +967,7 @@ SECTIONS = [
     Section(("cli_errors",), cli_errors),
     Section(("cli_decide",), cli_decide),
     Section(("worlds", "worlds_history_loc", "worlds_library_prior", "worlds_pilots", "worlds_history_hierarchy",
-             "worlds_history_skew"), worlds),
+             "worlds_history_skew", "worlds_history_methods"), worlds),
     Section(("dp_ceiling", "dp_ceiling_rule"), dp_ceiling),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),
