@@ -245,14 +245,15 @@ def main(argv=None) -> dict:
     p.add_argument("--rounds", type=int, default=4, help="round limit of every campaign")
     p.add_argument("--continuation", default=None, help="override the campaign's continuation (g0|rollout)")
     p.add_argument("--gain-prior", choices=("history", "history-loc", "history-hierarchy", "history-skew",
-                                            "history-methods", "library"),
+                                            "history-methods", "history-method-contrasts", "library"),
                    default="history",
                    help="history: each family's team prior fitted by bs.fit_gain_prior from past campaigns on "
                         "other worlds of it (worlds.team_prior); history-loc: the same with the effects' prior "
                         "mean fitted too; history-hierarchy: history-loc with the whole effect hierarchy sized "
                         "(scale_hierarchy=True); history-skew: history with the candidate level's skew searched "
                         "too (DEFAULT_SKEWS); history-methods: history with each method's mean fitted "
-                        "(DEFAULT_METHOD_LOCS); library: the library's default GainPrior")
+                        "(DEFAULT_METHOD_LOCS); history-method-contrasts: history with only the methods' "
+                        "differences fitted (method_contrasts=True); library: the library's default GainPrior")
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
     p.add_argument("--rows", default=None, help="JSON-lines file that keeps each finished world (resumable)")
     p.add_argument("--merge", nargs="+", default=None, metavar="RESULT",
@@ -274,7 +275,8 @@ def main(argv=None) -> dict:
     priors = {f: W.team_prior(W.FAMILIES[f], fit_location=args.gain_prior in ("history-loc", "history-hierarchy"),
                               scale_hierarchy=args.gain_prior == "history-hierarchy",
                               skew=args.gain_prior == "history-skew",
-                              method_means=args.gain_prior == "history-methods")
+                              method_means=args.gain_prior == "history-methods",
+                              method_contrasts=args.gain_prior == "history-method-contrasts")
               if args.gain_prior != "library" else None for f in families}
     tasks = [(f, seed, strategies, args.rounds,
               {**overrides, **({"fit_options": {"prior": priors[f]}} if priors[f] else {})})

@@ -225,23 +225,24 @@ def history(family: Family, campaigns: int = 12) -> list[list[PairedEval]]:
 
 
 def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool = False,
-               skew: bool = False, method_means: bool = False) -> dict:
+               skew: bool = False, method_means: bool = False, method_contrasts: bool = False) -> dict:
     """The gain prior a team with `history(family)` behind it brings (`bs.fit_gain_prior`);
     with `fit_location` the effects' prior mean is fitted too (over its `DEFAULT_LOCS`), with
     `scale_hierarchy` the upper levels are sized with the candidate level, with `skew` the
     candidate level's skew is searched (over `DEFAULT_SKEWS`), with `method_means` each
     method's mean (over `DEFAULT_METHOD_LOCS`; the candidates keep their names and methods
-    from world to world of a family)."""
+    from world to world of a family), with `method_contrasts` only how the methods differ."""
     methods = {c.name: c.method for c in draw_world(family, HISTORY_SEED).candidates if c.role == "adaptation"}
     fit = bs.fit_gain_prior(history(family), gain_locs=DEFAULT_LOCS if fit_location else None,
                             scale_hierarchy=scale_hierarchy, candidate_skews=DEFAULT_SKEWS if skew else (0.0,),
-                            methods=methods, method_locs=DEFAULT_METHOD_LOCS if method_means else None)
+                            methods=methods, method_locs=DEFAULT_METHOD_LOCS if method_means or method_contrasts else None,
+                            method_contrasts=method_contrasts)
     out = {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df}
     if fit_location:
         out["gain_loc"] = fit.prior.gain_loc
     if skew:
         out["candidate_skew"] = fit.prior.candidate_skew
-    if method_means:
+    if method_means or method_contrasts:
         out["method_locs"] = dict(fit.prior.method_locs)
     if scale_hierarchy:
         out.update(gain_scale=fit.prior.gain_scale, method_scale=fit.prior.method_scale,

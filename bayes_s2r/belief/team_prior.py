@@ -273,7 +273,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                    scale_hierarchy: bool = False,
                    candidate_skews: Sequence[float] = (0.0,),
                    methods: Mapping[str, str] | None = None,
-                   method_locs: Sequence[float] | None = None) -> GainPriorFit:
+                   method_locs: Sequence[float] | None = None,
+                   method_contrasts: bool = False) -> GainPriorFit:
     """Choose the gains model's candidate level (and, when asked, the effects' prior mean) from
     past campaigns (type-II maximum likelihood).
 
@@ -302,6 +303,9 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
             (`GainPrior.method_locs`, e.g. `DEFAULT_METHOD_LOCS`), for the methods with at
             least `min_effects_for_loc` effects in `histories`; the others keep `gain_loc`.
             None (default): one mean for all.
+        method_contrasts: keep the effects' overall mean at `gain_loc` and take from the
+            history only how the methods differ: each method's mean is gain_loc plus its fitted
+            mean minus the fitted mean of all their effects together.
 
     Returns:
         a `GainPriorFit`; pass `fit.prior` as `fit_gains(..., prior=fit.prior)` or
@@ -347,6 +351,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
               if k == 0.0 or (df is not None and df > 1.0)]
     if not levels:
         raise InputError("candidate_skews", candidate_skews, "0 among them, or a candidate_df above 1")
+    if not isinstance(method_contrasts, bool):
+        raise InputError("method_contrasts", method_contrasts, "True or False")
     if method_locs is not None:
         method_locs = tuple(method_locs) if isinstance(method_locs, Iterable) else ()
         if not method_locs or not all(isinstance(x, numbers.Real) and math.isfinite(x) for x in method_locs):
@@ -365,25 +371,31 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
     rest = np.setdiff1d(np.arange(len(counts)), np.concatenate([[], *of_method.values()])).astype(int)
     if not rest.size:  # every effect has its method's own mean: nothing left to place gain_loc
         locs = (base.gain_loc,)
-    searched = sorted(set(locs) | (set(map(float, method_locs)) if of_method else set()))
     grid_ll = np.concatenate([_log_lik_grid(counts[i:i + 64], base) for i in range(0, len(counts), 64)])  # [E, D]
     at_scale = {s: _upper_levels(grid_ll, _upper_sd(_hierarchy_at(base, float(s)))) if scale_hierarchy else grid_ll
                 for s in scales}
     by_key, by_method = {}, {}
     for df, skew in levels:
         for s in scales:
-            each = {}  # per searched mean, each effect's log evidence [E]
-            for loc in searched:
-                delta, log_w = _delta_nodes(dataclasses.replace(base, gain_loc=loc), float(s), df, skew)
-                delta = np.clip(delta, _DELTA_GRID[0], _DELTA_GRID[-1])
-                each[loc] = special.logsumexp(_on_grid(at_scale[s], delta) + log_w, axis=1)
+            each = {}  # per mean, each effect's log evidence [E]
+
+            def at(loc, s=s, df=df, skew=skew, each=each):
+                if loc not in each:
+                    delta, log_w = _delta_nodes(dataclasses.replace(base, gain_loc=loc), float(s), df, skew)
+                    delta = np.clip(delta, _DELTA_GRID[0], _DELTA_GRID[-1])
+                    each[loc] = special.logsumexp(_on_grid(at_scale[s], delta) + log_w, axis=1)
+                return each[loc]
+
             # each method's mean is chosen on its own effects (the evidence is a sum over effects)
-            best_m = {h: max(method_locs, key=lambda m, ix=ix: each[float(m)][ix].sum()) for h, ix in of_method.items()}
-            fitted = sum(float(each[float(m)][of_method[h]].sum()) for h, m in best_m.items())
+            best_m = {h: float(max(method_locs, key=lambda m, ix=ix: at(float(m))[ix].sum()))
+                      for h, ix in of_method.items()}
+            m_all = (float(max(method_locs, key=lambda m: at(float(m))[np.concatenate(list(of_method.values()))].sum()))
+                     if method_contrasts and of_method else 0.0)
             for loc in locs:
                 key = (loc, skew, float(s), df)
-                by_key[key] = float(each[loc][rest].sum()) + fitted
-                by_method[key] = {h: float(m) for h, m in best_m.items()}
+                means = {h: round(loc + m - m_all, 9) for h, m in best_m.items()} if method_contrasts else best_m
+                by_key[key] = float(at(loc)[rest].sum()) + sum(float(at(m)[of_method[h]].sum()) for h, m in means.items())
+                by_method[key] = means
     best_key = max(by_key, key=by_key.get)
     loc_best, skew_best, *rest_key = best_key
     best = tuple(rest_key)

@@ -222,6 +222,19 @@ def test_each_methods_mean_is_fitted_on_its_own_effects():
                             min_effects_for_loc=0, candidate_scales=[s], candidate_dfs=[None])
              for name, h in methods.items()]
     assert fit.log_evidence[(s, None)] == pytest.approx(sum(p.log_evidence[(s, None)] for p in parts), abs=1e-9)
+    # contrasts only: the methods keep their differences and the overall mean stays gain_loc
+    contrasts = fit_gain_prior(past, methods=methods, method_locs=DEFAULT_METHOD_LOCS, method_contrasts=True,
+                               **grid)
+    c = dict(contrasts.prior.method_locs)
+    every = fit_gain_prior(past, methods={n: "all" for n in methods}, method_locs=DEFAULT_METHOD_LOCS,
+                           candidate_scales=[contrasts.prior.candidate_scale], candidate_dfs=[None])
+    shift = GainPrior().gain_loc - dict(every.prior.method_locs)["all"]
+    assert c == pytest.approx({h: m + shift for h, m in dict(
+        fit_gain_prior(past, methods=methods, method_locs=DEFAULT_METHOD_LOCS,
+                       candidate_scales=[contrasts.prior.candidate_scale], candidate_dfs=[None]).prior.method_locs).items()})
+    assert c["FT"] - c["SI"] == pytest.approx(locs["FT"] - locs["SI"])
+    with pytest.raises(InputError, match="method_contrasts"):
+        fit_gain_prior(past, methods=methods, method_locs=DEFAULT_METHOD_LOCS, method_contrasts=1)
     # a method with too few effects keeps gain_loc; without method_locs nothing is fitted per method
     few = fit_gain_prior(past[:8], methods=methods, method_locs=DEFAULT_METHOD_LOCS, **grid)
     assert few.prior.method_locs == ()
