@@ -265,6 +265,48 @@ def _upper_levels(grid_ll: np.ndarray, sd: float, nodes: int = 16) -> np.ndarray
     return special.logsumexp(ll, axis=-1) - math.log(nodes)
 
 
+def _finite_numbers(value) -> tuple | None:
+    """`value` as a tuple of finite real numbers, or None when it is not one (or empty)."""
+    items = tuple(value) if isinstance(value, Iterable) and not isinstance(value, (str, bytes)) else ()
+    ok = items and all(isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in items)
+    return items if ok else None
+
+
+def _search_grid(candidate_scales, candidate_dfs, gain_locs, base: GainPrior, candidate_skews, methods,
+                 method_locs):
+    """The checked grid of `fit_gain_prior`: scales, means, (df, skew) levels and method means."""
+    scales = tuple(candidate_scales)
+    dfs = tuple(candidate_dfs)
+    if not scales:
+        raise InputError("candidate_scales", candidate_scales, "a non-empty sequence of numbers > 0")
+    if not dfs:
+        raise InputError("candidate_dfs", candidate_dfs, "a non-empty sequence of numbers > 0 or None")
+    for s in scales:
+        require_positive("candidate_scales", s)
+    for d in dfs:
+        if d is not None:
+            require_positive("candidate_dfs", d)
+    locs = (base.gain_loc,) if gain_locs is None else tuple(float(x) for x in gain_locs)
+    if not locs or not all(math.isfinite(x) for x in locs):
+        raise InputError("gain_locs", gain_locs, "a non-empty sequence of finite numbers (logits) or None")
+    skews = _finite_numbers(candidate_skews)
+    if skews is None:
+        raise InputError("candidate_skews", candidate_skews, "a non-empty sequence of finite numbers")
+    # a skew other than 0 needs a Student-t level with a finite mean scale (ν > 1) to skew
+    levels = [(None if df is None else float(df), float(k)) for df in dfs for k in skews
+              if k == 0.0 or (df is not None and df > 1.0)]
+    if not levels:
+        raise InputError("candidate_skews", candidate_skews, "0 among them, or a candidate_df above 1")
+    if method_locs is not None:
+        if _finite_numbers(method_locs) is None:
+            raise InputError("method_locs", method_locs, "a non-empty sequence of finite numbers (logits) or None")
+        method_locs = tuple(float(m) for m in method_locs)
+        if not isinstance(methods, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
+                                                       for k, v in methods.items()):
+            raise InputError("methods", methods, "{candidate name: method name} of the past candidates")
+    return scales, locs, levels, method_locs
+
+
 def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = None,
                    candidate_scales: Sequence[float] = DEFAULT_SCALES,
                    candidate_dfs: Sequence[float | None] = DEFAULT_DFS,
@@ -324,42 +366,14 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         raise InputError("base", base, "a GainPrior")
     if base.link != "logit":
         raise InputError("base.link", base.link, "'logit' (the quadrature is on the logit scale)")
-    scales = tuple(candidate_scales)
-    dfs = tuple(candidate_dfs)
-    if not scales:
-        raise InputError("candidate_scales", candidate_scales, "a non-empty sequence of numbers > 0")
-    if not dfs:
-        raise InputError("candidate_dfs", candidate_dfs, "a non-empty sequence of numbers > 0 or None")
-    for s in scales:
-        require_positive("candidate_scales", s)
-    for d in dfs:
-        if d is not None:
-            require_positive("candidate_dfs", d)
-    locs = (base.gain_loc,) if gain_locs is None else tuple(float(x) for x in gain_locs)
-    if not locs or not all(math.isfinite(x) for x in locs):
-        raise InputError("gain_locs", gain_locs, "a non-empty sequence of finite numbers (logits) or None")
+    scales, locs, levels, method_locs = _search_grid(candidate_scales, candidate_dfs, gain_locs, base,
+                                                     candidate_skews, methods, method_locs)
     if isinstance(min_effects_for_loc, bool) or not isinstance(min_effects_for_loc, int) or min_effects_for_loc < 0:
         raise InputError("min_effects_for_loc", min_effects_for_loc, "a whole number >= 0")
     if not isinstance(scale_hierarchy, bool):
         raise InputError("scale_hierarchy", scale_hierarchy, "True or False")
-    skews = tuple(candidate_skews) if isinstance(candidate_skews, Iterable) else ()
-    if not skews or not all(isinstance(k, numbers.Real) and not isinstance(k, bool) and math.isfinite(k)
-                            for k in skews):
-        raise InputError("candidate_skews", candidate_skews, "a non-empty sequence of finite numbers")
-    # a skew other than 0 needs a Student-t level with a finite mean scale (ν > 1) to skew
-    levels = [(None if df is None else float(df), float(k)) for df in dfs for k in skews
-              if k == 0.0 or (df is not None and df > 1.0)]
-    if not levels:
-        raise InputError("candidate_skews", candidate_skews, "0 among them, or a candidate_df above 1")
     if not isinstance(method_contrasts, bool):
         raise InputError("method_contrasts", method_contrasts, "True or False")
-    if method_locs is not None:
-        method_locs = tuple(method_locs) if isinstance(method_locs, Iterable) else ()
-        if not method_locs or not all(isinstance(x, numbers.Real) and math.isfinite(x) for x in method_locs):
-            raise InputError("method_locs", method_locs, "a non-empty sequence of finite numbers (logits) or None")
-        if not isinstance(methods, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
-                                                       for k, v in methods.items()):
-            raise InputError("methods", methods, "{candidate name: method name} of the past candidates")
     counts, names = _effects(histories)
     if len(counts) < min_effects_for_loc:
         locs = (base.gain_loc,)
