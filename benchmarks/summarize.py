@@ -635,7 +635,9 @@ def _worlds_methods(methods: dict, data: dict, pilots: dict | None) -> list[str]
         "Under a team prior with each method's mean fitted on its own past effects (`bs.fit_gain_prior(..., "
         "methods=..., method_locs=DEFAULT_METHOD_LOCS)`, `bayes-s2r prior --method-means`; "
         f"`{COMMANDS['worlds_history_methods']}`, {methods['settings']['worlds']} worlds per family, "
-        f"{_machine(methods)}). The means chosen (logits): {chosen}. " + _SAME_PRIOR), _first_table(data, pilots))
+        f"{_machine(methods)}). The means chosen (logits): {chosen}. " + _SAME_PRIOR + " It lifts the rule where "
+        "one method is usually the fix (robot: the other methods' tries are then rarely worth their price) and "
+        "moves it in no other family with an interval that excludes 0."), _first_table(data, pilots))
 
 
 def _worlds_rivals(table: dict, intro: str, main: dict | None = None) -> list[str]:
