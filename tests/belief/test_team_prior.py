@@ -189,12 +189,13 @@ def test_the_evidence_of_a_skewed_level_matches_monte_carlo(counts, scale, df, s
 
 def test_a_skewed_history_is_recognised_and_a_symmetric_one_keeps_a_small_skew():
     rng = np.random.default_rng(5)
-    skewed = fit_gain_prior(_simulate(rng, 300, 0.5, 3.0, skew=4.0), candidate_skews=DEFAULT_SKEWS)
+    grid = {"candidate_scales": [0.25, 0.5, 1.0], "candidate_dfs": [3.0, None]}  # small: a test, not a search
+    skewed = fit_gain_prior(_simulate(rng, 300, 0.5, 3.0, skew=4.0), candidate_skews=DEFAULT_SKEWS, **grid)
     assert skewed.prior.candidate_skew >= 2.0
-    symmetric = fit_gain_prior(_simulate(rng, 300, 0.5, 3.0), candidate_skews=DEFAULT_SKEWS)
+    symmetric = fit_gain_prior(_simulate(rng, 300, 0.5, 3.0), candidate_skews=DEFAULT_SKEWS, **grid)
     assert symmetric.prior.candidate_skew <= 0.5
     # searched only when asked, and then the normal level competes at skew 0
-    assert fit_gain_prior(_simulate(rng, 30, 0.5, 3.0, skew=4.0)).prior.candidate_skew == 0.0
+    assert fit_gain_prior(_simulate(rng, 30, 0.5, 3.0, skew=4.0), **grid).prior.candidate_skew == 0.0
 
 
 def _two_methods(rng, campaigns: int):
