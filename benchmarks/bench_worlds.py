@@ -45,6 +45,16 @@ import numpy as np
 import worlds as W
 
 ORACLES = ("oracle", "oracle_safe")
+#: `--gain-prior` choices fitted from past campaigns: the `worlds.team_prior` options of each.
+TEAM_PRIORS = {
+    "history": {},
+    "history-loc": {"fit_location": True},
+    "history-hierarchy": {"fit_location": True, "scale_hierarchy": True},
+    "history-skew": {"skew": True},
+    "history-methods": {"method_means": True},
+    "history-method-contrasts": {"method_contrasts": True},
+}
+
 DEFAULT_STRATEGIES = ("q_cvu", "q_cvu@g0", "q_beta0", "mv_greedy", "thompson", "pandora", "round_robin", "dr_only",
                       "si_then_dr", "dr_then_ft", "oracle_safe")
 
@@ -244,9 +254,7 @@ def main(argv=None) -> dict:
     p.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES))
     p.add_argument("--rounds", type=int, default=4, help="round limit of every campaign")
     p.add_argument("--continuation", default=None, help="override the campaign's continuation (g0|rollout)")
-    p.add_argument("--gain-prior", choices=("history", "history-loc", "history-hierarchy", "history-skew",
-                                            "history-methods", "history-method-contrasts", "library"),
-                   default="history",
+    p.add_argument("--gain-prior", choices=(*TEAM_PRIORS, "library"), default="history",
                    help="history: each family's team prior fitted by bs.fit_gain_prior from past campaigns on "
                         "other worlds of it (worlds.team_prior); history-loc: the same with the effects' prior "
                         "mean fitted too; history-hierarchy: history-loc with the whole effect hierarchy sized "
@@ -272,12 +280,8 @@ def main(argv=None) -> dict:
             p.error(f"--families: {f!r} is not one of {sorted(W.FAMILIES)}")
     strategies = tuple(args.strategies.split(","))
     overrides = {} if args.continuation is None else {"continuation": args.continuation}
-    priors = {f: W.team_prior(W.FAMILIES[f], fit_location=args.gain_prior in ("history-loc", "history-hierarchy"),
-                              scale_hierarchy=args.gain_prior == "history-hierarchy",
-                              skew=args.gain_prior == "history-skew",
-                              method_means=args.gain_prior == "history-methods",
-                              method_contrasts=args.gain_prior == "history-method-contrasts")
-              if args.gain_prior != "library" else None for f in families}
+    priors = {f: W.team_prior(W.FAMILIES[f], **TEAM_PRIORS[args.gain_prior]) if args.gain_prior != "library" else None
+              for f in families}
     tasks = [(f, seed, strategies, args.rounds,
               {**overrides, **({"fit_options": {"prior": priors[f]}} if priors[f] else {})})
              for seed in range(args.first_world, args.first_world + args.worlds) for f in families]

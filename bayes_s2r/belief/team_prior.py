@@ -259,7 +259,7 @@ def _upper_sd(prior: GainPrior) -> float:
 def _upper_levels(grid_ll: np.ndarray, sd: float, nodes: int = 16) -> np.ndarray:
     """[E, D] log ∫ L(δ + sd·ζ) φ(ζ) dζ: the likelihood grid averaged over the upper levels'
     normal offset (equal-probability nodes; beyond the grid the likelihood is flat)."""
-    zeta = special.ndtri((np.arange(nodes) + 0.5) / nodes)
+    zeta = special.ndtri(_mid(nodes))
     shifted = np.clip(_DELTA_GRID[:, None] + sd * zeta[None, :], _DELTA_GRID[0], _DELTA_GRID[-1])  # [D, Z]
     ll = _on_grid(grid_ll, shifted.ravel()).reshape(len(grid_ll), _DELTA_GRID.size, nodes)
     return special.logsumexp(ll, axis=-1) - math.log(nodes)
@@ -382,7 +382,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         if method_locs is not None and name in methods:
             of_method.setdefault(methods[name], []).append(i)
     of_method = {h: np.asarray(ix) for h, ix in of_method.items() if len(ix) >= min_effects_for_loc}
-    rest = np.setdiff1d(np.arange(len(counts)), np.concatenate([[], *of_method.values()])).astype(int)
+    fitted_ix = np.concatenate([np.zeros(0, int), *of_method.values()])  # the effects with their method's mean
+    rest = np.setdiff1d(np.arange(len(counts)), fitted_ix)
     if not rest.size:  # every effect has its method's own mean: nothing left to place gain_loc
         locs = (base.gain_loc,)
     grid_ll = np.concatenate([_log_lik_grid(counts[i:i + 64], base) for i in range(0, len(counts), 64)])  # [E, D]
@@ -403,7 +404,7 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
             # each method's mean is chosen on its own effects (the evidence is a sum over effects)
             best_m = {h: float(max(method_locs, key=lambda m, ix=ix: at(float(m))[ix].sum()))
                       for h, ix in of_method.items()}
-            m_all = (float(max(method_locs, key=lambda m: at(float(m))[np.concatenate(list(of_method.values()))].sum()))
+            m_all = (float(max(method_locs, key=lambda m: at(float(m))[fitted_ix].sum()))
                      if method_contrasts and of_method else 0.0)
             for loc in locs:
                 key = (loc, skew, float(s), df)
