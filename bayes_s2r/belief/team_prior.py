@@ -301,9 +301,12 @@ def _search_grid(candidate_scales, candidate_dfs, gain_locs, base: GainPrior, ca
         if _finite_numbers(method_locs) is None:
             raise InputError("method_locs", method_locs, "a non-empty sequence of finite numbers (logits) or None")
         method_locs = tuple(float(m) for m in method_locs)
-        if not isinstance(methods, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
-                                                       for k, v in methods.items()):
-            raise InputError("methods", methods, "{candidate name: method name} of the past candidates")
+    named = isinstance(methods, Mapping) and all(isinstance(k, str) and isinstance(v, str)
+                                                 for k, v in methods.items())
+    # base's own method means hold in the evidence too, so their effects must be known
+    if (method_locs is not None or base.method_locs) and not named:
+        why = "" if method_locs is not None else " (base.method_locs gives some methods their own mean)"
+        raise InputError("methods", methods, "{candidate name: method name} of the past candidates" + why)
     return scales, locs, levels, method_locs
 
 
@@ -325,7 +328,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
             one (candidate, policy, objective) within one campaign are summed into one
             effect, and effects are treated as independent draws of the team's prior.
         base: the prior whose other settings are kept (default `GainPrior()`); its link
-            must be "logit".
+            must be "logit". Its `method_locs` are kept for the methods not fitted here and
+            hold in the evidence, so with them `methods` is needed.
         candidate_scales: the candidate scales (HalfNormal scale of τ_cand) searched.
         candidate_dfs: the degrees of freedom searched (None: the normal level).
         gain_locs: the prior means of the effect (`GainPrior.gain_loc`, logits) searched as
@@ -343,7 +347,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         methods: the method of each past candidate, {candidate: method}, for `method_locs`.
         method_locs: the prior means searched for each method's effects on its own
             (`GainPrior.method_locs`, e.g. `DEFAULT_METHOD_LOCS`), for the methods with at
-            least `min_effects_for_loc` effects in `histories`; the others keep `gain_loc`.
+            least `min_effects_for_loc` effects in `histories`; the others keep base's mean
+            (`base.method_locs`, else `gain_loc`).
             None (default): one mean for all.
         method_contrasts: keep the effects' overall mean at `gain_loc` and take from the
             history only how the methods differ: each method's mean is gain_loc plus its fitted
@@ -377,13 +382,17 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
     counts, names = _effects(histories)
     if len(counts) < min_effects_for_loc:
         locs = (base.gain_loc,)
-    of_method: dict[str, list[int]] = {}
+    by_name: dict[str, list[int]] = {}
     for i, name in enumerate(names):
-        if method_locs is not None and name in methods:
-            of_method.setdefault(methods[name], []).append(i)
-    of_method = {h: np.asarray(ix) for h, ix in of_method.items() if len(ix) >= min_effects_for_loc}
+        if (method_locs is not None or base.method_locs) and name in methods:
+            by_name.setdefault(methods[name], []).append(i)
+    of_method = ({h: np.asarray(ix) for h, ix in by_name.items() if len(ix) >= min_effects_for_loc}
+                 if method_locs is not None else {})
+    # base's method means that are not fitted stay as they are, in the evidence and in the result
+    kept_locs = {h: m for h, m in base.method_locs if h not in of_method}
+    kept = {h: np.asarray(by_name[h]) for h in kept_locs if h in by_name}
     fitted_ix = np.concatenate([np.zeros(0, int), *of_method.values()])  # the effects with their method's mean
-    rest = np.setdiff1d(np.arange(len(counts)), fitted_ix)
+    rest = np.setdiff1d(np.arange(len(counts)), np.concatenate([fitted_ix, *kept.values()]))
     if not rest.size:  # every effect has its method's own mean: nothing left to place gain_loc
         locs = (base.gain_loc,)
     grid_ll = np.concatenate([_log_lik_grid(counts[i:i + 64], base) for i in range(0, len(counts), 64)])  # [E, D]
@@ -409,7 +418,9 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
             for loc in locs:
                 key = (loc, skew, float(s), df)
                 means = {h: round(loc + m - m_all, 9) for h, m in best_m.items()} if method_contrasts else best_m
-                by_key[key] = float(at(loc)[rest].sum()) + sum(float(at(m)[of_method[h]].sum()) for h, m in means.items())
+                by_key[key] = (float(at(loc)[rest].sum())
+                               + sum(float(at(m)[of_method[h]].sum()) for h, m in means.items())
+                               + sum(float(at(kept_locs[h])[ix].sum()) for h, ix in kept.items()))
                 by_method[key] = means
     best_key = max(by_key, key=by_key.get)
     loc_best, skew_best, *rest_key = best_key
@@ -418,7 +429,7 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
     normals = [v for (loc, k, s, d), v in by_key.items() if loc == loc_best and d is None]
     prior = dataclasses.replace(_hierarchy_at(base, best[0]) if scale_hierarchy else base, gain_loc=loc_best,
                                 candidate_scale=best[0], candidate_df=best[1], candidate_skew=skew_best,
-                                method_locs=by_method[best_key] if of_method else base.method_locs,
+                                method_locs={**kept_locs, **by_method[best_key]},
                                 fixed_scales=False)
     return GainPriorFit(prior=prior, log_evidence=out, effects=len(counts),
                         best_minus_normal=out[best] - max(normals) if normals else float("nan"))

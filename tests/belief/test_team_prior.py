@@ -245,6 +245,25 @@ def test_each_methods_mean_is_fitted_on_its_own_effects():
                                    **grid).prior.method_locs)) == {"FT"}
 
 
+def test_the_bases_method_means_hold_in_the_evidence_and_are_kept():
+    past = _two_methods(np.random.default_rng(7), 12)
+    methods = {"si": "SI", "ft": "FT", "dr": "DR"}
+    grid = {"candidate_scales": [0.5], "candidate_dfs": [None]}
+    base = GainPrior(method_locs={"FT": 1.5, "DA": 0.7})  # DA: no past effects
+    fit = fit_gain_prior(past, base=base, methods=methods, **grid)
+    assert dict(fit.prior.method_locs) == {"FT": 1.5, "DA": 0.7}
+    alone = [fit_gain_prior([[r for r in c if r.candidate == name] for c in past], min_effects_for_loc=0,
+                            gain_locs=[1.5 if name == "ft" else base.gain_loc], **grid) for name in methods]
+    assert fit.log_evidence[(0.5, None)] == pytest.approx(sum(a.log_evidence[(0.5, None)] for a in alone), abs=1e-9)
+    # a method fitted here replaces base's mean for it; the others are kept
+    searched = fit_gain_prior(past, base=base, methods={"si": "SI"}, method_locs=DEFAULT_METHOD_LOCS, **grid)
+    assert set(dict(searched.prior.method_locs)) == {"SI", "FT", "DA"}
+    assert dict(searched.prior.method_locs)["FT"] == 1.5
+    with pytest.raises(InputError) as err:  # without the methods the evidence cannot place them
+        fit_gain_prior(past, base=base, **grid)
+    assert err.value.field == "methods"
+
+
 @pytest.mark.parametrize("kwargs, field", [({"method_locs": [1.0]}, "methods"),
                                            ({"method_locs": [1.0], "methods": {"a": 1}}, "methods"),
                                            ({"method_locs": [], "methods": {"a": "FT"}}, "method_locs"),
