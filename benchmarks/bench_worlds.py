@@ -17,7 +17,8 @@ share of the gap, on net utility, from the best non-oracle strategy with no more
 episodes than the rule to `oracle_safe` that the rule closes.
 
     python benchmarks/bench_worlds.py                                   # small: 2 families, 4 worlds
-    python benchmarks/bench_worlds.py --families all --worlds 120 --jobs 2 --out benchmarks/results/worlds.json
+    python benchmarks/bench_worlds.py --families easy,needle,small,robot,pandora --worlds 200 --jobs 2 \
+        --out benchmarks/results/worlds.json
 
 A long run can keep each finished world in a JSON-lines file (`--rows`): rerun the same
 command to resume it, and parts run on different machines combine with `--merge`:
@@ -47,11 +48,11 @@ import worlds as W
 ORACLES = ("oracle", "oracle_safe")
 #: `--gain-prior` choices fitted from past campaigns: the `worlds.team_prior` options of each.
 TEAM_PRIORS = {
-    "history": {},
+    "history": {"method_means": True},
+    "history-pooled": {},
     "history-loc": {"fit_location": True},
     "history-hierarchy": {"fit_location": True, "scale_hierarchy": True},
     "history-skew": {"skew": True},
-    "history-methods": {"method_means": True},
     "history-method-contrasts": {"method_contrasts": True},
 }
 
@@ -256,12 +257,13 @@ def main(argv=None) -> dict:
     p.add_argument("--continuation", default=None, help="override the campaign's continuation (g0|rollout)")
     p.add_argument("--gain-prior", choices=(*TEAM_PRIORS, "library"), default="history",
                    help="history: each family's team prior fitted by bs.fit_gain_prior from past campaigns on "
-                        "other worlds of it (worlds.team_prior); history-loc: the same with the effects' prior "
-                        "mean fitted too; history-hierarchy: history-loc with the whole effect hierarchy sized "
-                        "(scale_hierarchy=True); history-skew: history with the candidate level's skew searched "
-                        "too (DEFAULT_SKEWS); history-methods: history with each method's mean fitted "
-                        "(DEFAULT_METHOD_LOCS); history-method-contrasts: history with only the methods' "
-                        "differences fitted (method_contrasts=True); library: the library's default GainPrior")
+                        "other worlds of it (worlds.team_prior), each method's mean fitted (DEFAULT_METHOD_LOCS); "
+                        "history-pooled: the same with one mean for all methods (gain_loc 0.3); history-loc: "
+                        "history-pooled with that mean fitted too; history-hierarchy: history-loc with the whole "
+                        "effect hierarchy sized (scale_hierarchy=True); history-skew: history-pooled with the "
+                        "candidate level's skew searched too (DEFAULT_SKEWS); history-method-contrasts: "
+                        "history-pooled with only the methods' differences fitted (method_contrasts=True); "
+                        "library: the library's default GainPrior")
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
     p.add_argument("--rows", default=None, help="JSON-lines file that keeps each finished world (resumable)")
     p.add_argument("--merge", nargs="+", default=None, metavar="RESULT",

@@ -70,8 +70,10 @@ COMMANDS = {
     "dp_ceiling": "python benchmarks/bench_dp_ceiling.py --problems 100 --per-problem --out benchmarks/results/dp_ceiling.json",
     "dp_ceiling_rule": ("python benchmarks/bench_dp_ceiling.py --problems 100 --per-problem --rules q_cvu q_cvu+tr "
                         "--out benchmarks/results/dp_ceiling_rule.json"),
-    "worlds": ("python benchmarks/bench_worlds.py --families all --worlds 120 --jobs 2 "
+    "worlds": ("python benchmarks/bench_worlds.py --families easy,needle,small,robot,pandora --worlds 200 --jobs 2 "
                "--out benchmarks/results/worlds.json"),
+    "worlds_pooled": ("python benchmarks/bench_worlds.py --families easy,needle,small,robot,pandora --worlds 200 "
+                      "--jobs 2 --gain-prior history-pooled --out benchmarks/results/worlds_pooled.json"),
     "worlds_library_prior": ("python benchmarks/bench_worlds.py --families all --worlds 100 --jobs 2 --gain-prior library "
                              "--strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,si_then_dr,"
                              "dr_then_ft,oracle_safe --out benchmarks/results/worlds_library_prior.json"),
@@ -83,13 +85,13 @@ COMMANDS = {
                             "--gain-prior history-skew --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,"
                             "round_robin,dr_only,si_then_dr,dr_then_ft,oracle_safe "
                             "--out benchmarks/results/worlds_history_skew.json"),
-    "worlds_history_methods": ("python benchmarks/bench_worlds.py --families all --worlds 100 --jobs 2 "
-                               "--gain-prior history-methods --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,"
-                               "round_robin,dr_only,si_then_dr,dr_then_ft,oracle_safe "
-                               "--out benchmarks/results/worlds_history_methods.json"),
     "worlds_pilots": ("python benchmarks/bench_worlds.py --families pilots --worlds 200 --jobs 2 "
                       "--strategies q_cvu,q_cvu@g0_depth2,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,"
                       "si_then_dr,dr_then_ft,oracle_safe --out benchmarks/results/worlds_pilots.json"),
+    "worlds_pilots_pooled": ("python benchmarks/bench_worlds.py --families pilots --worlds 200 --jobs 2 --gain-prior "
+                             "history-pooled --strategies q_cvu,q_cvu@g0_depth2,q_beta0,mv_greedy,thompson,pandora,"
+                             "round_robin,dr_only,si_then_dr,dr_then_ft,oracle_safe "
+                             "--out benchmarks/results/worlds_pilots_pooled.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -563,12 +565,12 @@ def _stale(data: dict) -> list[str]:
 
 
 def _worlds_location(data: dict, fitted: dict) -> list[str]:
-    """The rule under a team prior whose mean is fitted too, against the table's, paired by world."""
-    out = [("The team prior's mean: the same worlds with the effects' prior mean fitted as well "
-            "(`bs.fit_gain_prior(..., gain_locs=DEFAULT_LOCS)`, `--gain-prior history-loc`, "
+    """The rule under a team prior whose one mean is fitted too, against `data`'s (one mean at 0.3), by world."""
+    out = [("The team prior's one mean: the same worlds with the effects' prior mean (one for all methods) fitted "
+            "as well (`bs.fit_gain_prior(..., gain_locs=DEFAULT_LOCS)`, `--gain-prior history-loc`, "
             "`benchmarks/results/worlds_history_loc.json`; its parts' commands are in its settings), paired by world. "
-            "It helps where gains are many and small and costs the most where one candidate is the fix, so the "
-            "library keeps the mean at 0.3 unless asked:"), "", *_stale(fitted),
+            "It helps where gains are many and small and costs the most where one candidate is the fix, so one "
+            "mean for all stays at 0.3 unless asked:"), "", *_stale(fitted),
            "| family | fitted mean | q_cvu, fitted − 0.3, 95% | mv_greedy − q_cvu, fitted | mv_greedy − q_cvu, 0.3 |",
            "|---|---|---|---|---|"]
     for family in data["summary"]:
@@ -592,9 +594,13 @@ def _worlds_library(library: dict) -> list[str]:
 
 
 def _first_table(data: dict, pilots: dict | None) -> dict:
-    """The main worlds table with the pilots table's family beside it (what other priors are paired with)."""
+    """A worlds table with the pilots table's family beside it (what other priors are paired with)."""
     return {"summary": {**(pilots or {}).get("summary", {}), **data["summary"]},
             "rows": data["rows"] + (pilots or {}).get("rows", [])}
+
+
+_SAME_PRIOR = ("Every strategy ran under that prior; the last column is the rule under it minus the rule under "
+               "one pooled mean (the table above), paired by world.")
 
 
 def _worlds_hierarchy(hierarchy: dict, data: dict, pilots: dict | None) -> list[str]:
@@ -603,16 +609,10 @@ def _worlds_hierarchy(hierarchy: dict, data: dict, pilots: dict | None) -> list[
         "Under a team prior with the whole effect hierarchy sized by the history "
         "(`bs.fit_gain_prior(..., gain_locs=DEFAULT_LOCS, scale_hierarchy=True)`: the upper levels scaled with the "
         f"fitted candidate level and the mean fitted; `{COMMANDS['worlds_history_hierarchy']}`, "
-        f"{hierarchy['settings']['worlds']} worlds per family, {_machine(hierarchy)}). Every strategy ran under that "
-        "prior; the last column is the rule under it minus the rule in the first table (the pilots table for "
-        "`pilots`), paired by world. The first belief is then close to the spread of the true gains where they "
+        f"{hierarchy['settings']['worlds']} worlds per family, {_machine(hierarchy)}). " + _SAME_PRIOR + " The first belief is then close to the spread of the true gains where they "
         "are many and small, and the rule stops at once there as its rivals do; where one rare fix decides, the "
         "fitted mean of 0 makes the search look worth less. So the library does not size the hierarchy unless "
         "asked."), _first_table(data, pilots))
-
-
-_SAME_PRIOR = ("Every strategy ran under that prior; the last column is the rule under it minus the rule in the "
-               "first table (the pilots table for `pilots`), paired by world.")
 
 
 def _worlds_skew(skew: dict, data: dict, pilots: dict | None) -> list[str]:
@@ -627,17 +627,17 @@ def _worlds_skew(skew: dict, data: dict, pilots: dict | None) -> list[str]:
         "library searches the skew only when asked."), _first_table(data, pilots))
 
 
-def _worlds_methods(methods: dict, data: dict, pilots: dict | None) -> list[str]:
-    """The rule and its rivals under a team prior with each method's mean fitted."""
-    chosen = "; ".join(f"{f}: " + ", ".join(f"{h} {m:g}" for h, m in sorted(p.get("method_locs", {}).items()))
-                       for f, p in (methods["settings"].get("team_priors") or {}).items())
-    return _worlds_rivals(methods, (
-        "Under a team prior with each method's mean fitted on its own past effects (`bs.fit_gain_prior(..., "
-        "methods=..., method_locs=DEFAULT_METHOD_LOCS)`, `bayes-s2r prior --method-means`; "
-        f"`{COMMANDS['worlds_history_methods']}`, {methods['settings']['worlds']} worlds per family, "
-        f"{_machine(methods)}). The means chosen (logits): {chosen}. " + _SAME_PRIOR + " It lifts the rule where "
-        "one method is usually the fix (robot: the other methods' tries are then rarely worth their price) and "
-        "moves it in no other family with an interval that excludes 0."), _first_table(data, pilots))
+def _worlds_pooled(pooled: dict, data: dict, pilots: dict | None, pooled_pilots: dict | None) -> list[str]:
+    """The rule and its rivals under one pooled mean for all methods, against the first table."""
+    table = {"settings": {}, **_first_table(pooled, pooled_pilots)}
+    return _worlds_rivals(table, (
+        "Under a team prior with one mean for all methods (gain_loc 0.3, `--gain-prior history-pooled`: "
+        f"`{COMMANDS['worlds_pooled']}` and `{COMMANDS['worlds_pilots_pooled']}`, {pooled['settings']['worlds']} "
+        f"worlds per family, {_machine(pooled)}). These ran as the main tables while one pooled mean was the default; "
+        "the parts they were merged from are in their settings. Every strategy ran under that prior; the last "
+        "column is the rule under it minus the rule in the first table (the pilots table for `pilots`), paired by "
+        "world. The variants below (the mean fitted, the hierarchy sized, a skewed level) change this prior and "
+        "are paired with it."), _first_table(data, pilots))
 
 
 def _worlds_rivals(table: dict, intro: str, main: dict | None = None) -> list[str]:
@@ -682,7 +682,7 @@ def _merged_parts(settings: dict) -> list[str]:
     for part in parts:
         if part.get("note"):
             out += [f"Note on {worlds(part)}: {part['note']}.", ""]
-    if not parts and settings.get("note"):
+    if settings.get("note"):
         out += [f"Note: {settings['note']}.", ""]
     return out
 
@@ -718,22 +718,35 @@ def _worlds_pilots(pilots: dict) -> list[str]:
 
 def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
            pilots: dict | None = None, hierarchy: dict | None = None, skew: dict | None = None,
-           methods: dict | None = None) -> list[str]:
+           pooled: dict | None = None, pooled_pilots: dict | None = None) -> list[str]:
     """Random-world families: each strategy's net utility against the rule's, paired over worlds."""
     settings = data["settings"]
+    base = _first_table(pooled, pooled_pilots) if pooled else _first_table(data, pilots)  # the variants' prior
     out = _head("worlds", "Allocation quality on random worlds", data) + [
         (f"{settings['worlds']} worlds per family drawn by `benchmarks/worlds.py` (families: "
          f"{', '.join(settings['families'])}), {settings['rounds']} rounds, no execution evidence at the start, "
-         f"gain prior: {settings.get('gain_prior', 'library')}. Net utility is final J − λ0·spent at the prices "
+         f"gain prior: {_gain_prior_text(settings)}. Net utility is final J − λ0·spent at the prices "
          f"{', '.join(f'{k} {v:g}' for k, v in settings['prices'].items())}; the interval is the 95% paired t-interval over worlds of the strategy's net "
          "utility minus the rule's (`q_cvu`)."), ""]
     out += _merged_parts(settings)
     out += _family_tables(data)
-    return (out + (_worlds_location(data, fitted) if fitted else [])
-            + (_worlds_hierarchy(hierarchy, data, pilots) if hierarchy else [])
-            + (_worlds_skew(skew, data, pilots) if skew else [])
-            + (_worlds_methods(methods, data, pilots) if methods else [])
+    return (out + (_worlds_pooled(pooled, data, pilots, pooled_pilots) if pooled else [])
+            + (_worlds_location(base, fitted) if fitted else [])
+            + (_worlds_hierarchy(hierarchy, base, None) if hierarchy else [])
+            + (_worlds_skew(skew, base, None) if skew else [])
             + (_worlds_library(library) if library else []) + (_worlds_pilots(pilots) if pilots else []))
+
+
+def _gain_prior_text(settings: dict) -> str:
+    """The table's gain prior in words, with each method's fitted mean where it has them."""
+    name = settings.get("gain_prior", "library")
+    means = {f: p["method_locs"] for f, p in (settings.get("team_priors") or {}).items() if p and p.get("method_locs")}
+    if not means:
+        return name
+    return (f"{name} (each family's team prior fitted from past campaigns on other worlds of it, with each "
+            "method's own mean, `bayes-s2r prior --candidates`; the means chosen, in logits: "
+            + "; ".join(f"{f}: " + ", ".join(f"{h} {m:g}" for h, m in sorted(locs.items())) for f, locs in means.items())
+            + ")")
 
 
 def _dp_rule(data: dict, rule: dict) -> list[str]:
@@ -969,7 +982,7 @@ SECTIONS = [
     Section(("cli_errors",), cli_errors),
     Section(("cli_decide",), cli_decide),
     Section(("worlds", "worlds_history_loc", "worlds_library_prior", "worlds_pilots", "worlds_history_hierarchy",
-             "worlds_history_skew", "worlds_history_methods"), worlds),
+             "worlds_history_skew", "worlds_pooled", "worlds_pilots_pooled"), worlds),
     Section(("dp_ceiling", "dp_ceiling_rule"), dp_ceiling),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),
