@@ -477,11 +477,13 @@ def prior_command(
     skew: Annotated[bool, typer.Option(
         "--skew", help="Also search the candidate level's skew (a few large gains among many small "
                        "ones; GainPrior.candidate_skew).")] = False,
-    method_means: Annotated[bool, typer.Option(
-        "--method-means", help="Give each method its own prior mean, fitted on its past candidates' effects "
-                               "(GainPrior.method_locs; needs --candidates).")] = False,
+    method_means: Annotated[bool | None, typer.Option(
+        "--method-means/--one-mean",
+        help="Give each method its own prior mean, fitted on its past candidates' effects (GainPrior.method_locs; "
+             "needs --candidates), or one mean for all. Default: each method's own when --candidates is given.",
+        show_default=False)] = None,
     candidates: Annotated[Path | None, typer.Option(
-        "--candidates", help="Candidates TOML file naming the past candidates' methods (for --method-means).",
+        "--candidates", help="Candidates TOML file naming the past candidates' methods (for each method's mean).",
         show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
@@ -495,6 +497,8 @@ def prior_command(
 
     if method_means and candidates is None:
         raise InputError("--candidates", None, "a candidates TOML file naming the methods, with --method-means")
+    if method_means is None:  # each method's own mean when the methods are known (docs/decide.md, team prior)
+        method_means = candidates is not None
     methods = None
     if candidates is not None:
         from bayes_s2r.evidence.io import load_candidates

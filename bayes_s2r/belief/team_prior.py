@@ -64,7 +64,12 @@ it) the rule's net utility moved in no family with an interval excluding 0 (easy
 
 Each method's own mean (`methods` and `method_locs`, e.g. `DEFAULT_METHOD_LOCS`;
 `GainPrior.method_locs`) is fitted on that method's effects alone: the evidence is a sum
-over effects, so each method's maximum is found apart.
+over effects, so each method's maximum is found apart. `bayes-s2r prior` fits them whenever
+it is given the candidates' methods. Over 200 random worlds per family (`worlds.json` against
+`worlds_pooled.json`) they lifted the rule by +0.094 [+0.055, +0.133] of net utility where
+fine-tuning is usually the fix (robot) and moved no other family with an interval excluding 0;
+over those five together the rule lost 0.011 [0.001, 0.022], the price of four means fitted
+from twelve past campaigns where the methods do not differ.
 """
 
 from __future__ import annotations

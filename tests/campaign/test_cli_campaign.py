@@ -256,6 +256,11 @@ def test_prior_with_each_methods_mean_from_the_candidates_file(tmp_path):
     assert dict(_read_prior(out).method_locs) == locs
     missing = CliRunner().invoke(app, ["prior", *past, "--method-means"])
     assert missing.exit_code != 0 and "--candidates" in missing.output
+    # each method's mean is the default once the methods are known; --one-mean keeps one for all
+    default = CliRunner().invoke(app, ["prior", *past, "--candidates", str(toml), "--json"])
+    assert default.exit_code == 0 and dict(json.loads(default.stdout)["prior"]["method_locs"]) == locs
+    one = CliRunner().invoke(app, ["prior", *past, "--one-mean", "--candidates", str(toml), "--json"])
+    assert one.exit_code == 0 and json.loads(one.stdout)["prior"]["method_locs"] == []
 
 
 @pytest.mark.parametrize("args, message", [
