@@ -609,8 +609,8 @@ def _worlds_hierarchy(hierarchy: dict, data: dict, pilots: dict | None) -> list[
         "Under a team prior with the whole effect hierarchy sized by the history "
         "(`bs.fit_gain_prior(..., gain_locs=DEFAULT_LOCS, scale_hierarchy=True)`: the upper levels scaled with the "
         f"fitted candidate level and the mean fitted; `{COMMANDS['worlds_history_hierarchy']}`, "
-        f"{hierarchy['settings']['worlds']} worlds per family, {_machine(hierarchy)}). " + _SAME_PRIOR + " The first belief is then close to the spread of the true gains where they "
-        "are many and small, and the rule stops at once there as its rivals do; where one rare fix decides, the "
+        f"{hierarchy['settings']['worlds']} worlds per family, {_machine(hierarchy)}). " + _SAME_PRIOR
+        + " The first belief is then close to the spread of the true gains where they are many and small, and the rule stops at once there as its rivals do; where one rare fix decides, the "
         "fitted mean of 0 makes the search look worth less. So the library does not size the hierarchy unless "
         "asked."), _first_table(data, pilots))
 
@@ -633,8 +633,8 @@ def _worlds_pooled(pooled: dict, data: dict, pilots: dict | None, pooled_pilots:
     return _worlds_rivals(table, (
         "Under a team prior with one mean for all methods (gain_loc 0.3, `--gain-prior history-pooled`: "
         f"`{COMMANDS['worlds_pooled']}` and `{COMMANDS['worlds_pilots_pooled']}`, {pooled['settings']['worlds']} "
-        f"worlds per family, {_machine(pooled)}). These ran as the main tables while one pooled mean was the default; "
-        "the parts they were merged from are in their settings. Every strategy ran under that prior; the last "
+        f"worlds per family, {_machine(pooled)}; the parts they were merged from are in their settings). Every "
+        "strategy ran under that prior; the last "
         "column is the rule under it minus the rule in the first table (the pilots table for `pilots`), paired by "
         "world. The variants below (the mean fitted, the hierarchy sized, a skewed level) change this prior and "
         "are paired with it."), _first_table(data, pilots))
