@@ -491,7 +491,7 @@ def prior_command(
     import dataclasses
 
     from bayes_s2r.belief import fit_gain_prior
-    from bayes_s2r.belief.team_prior import DEFAULT_METHOD_LOCS, DEFAULT_SKEWS
+    from bayes_s2r.belief.team_prior import DEFAULT_METHOD_LOCS, DEFAULT_SKEWS, MIN_EFFECTS_FOR_LOC
     from bayes_s2r.evidence.io import read_csv, read_json
     from bayes_s2r.evidence.ledger import Ledger
 
@@ -523,7 +523,11 @@ def prior_command(
         typer.echo(json.dumps({"prior": fields, "effects": fit.effects, "at_grid_edge": fit.at_grid_edge,
                                "log_bayes_factor_vs_normal": fit.best_minus_normal}, indent=1))
         return
-    _console().print(fit.text() + (f"\nwritten to {out}" if out is not None else ""))
+    few = ""
+    if method_means and not fit.prior.method_locs:  # asked for, or the default, yet nothing to fit them on
+        few = (f"\nno method had {MIN_EFFECTS_FOR_LOC} past effects of its candidates (named in {candidates}): "
+               "one mean for all")
+    _console().print(fit.text() + few + (f"\nwritten to {out}" if out is not None else ""))
 
 
 @app.command("report")

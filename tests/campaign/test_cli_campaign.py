@@ -261,6 +261,9 @@ def test_prior_with_each_methods_mean_from_the_candidates_file(tmp_path):
     assert default.exit_code == 0 and dict(json.loads(default.stdout)["prior"]["method_locs"]) == locs
     one = CliRunner().invoke(app, ["prior", *past, "--one-mean", "--candidates", str(toml), "--json"])
     assert one.exit_code == 0 and json.loads(one.stdout)["prior"]["method_locs"] == []
+    # too few past effects of each method: the text says one mean was kept
+    few = CliRunner().invoke(app, ["prior", *past[:4], "--candidates", str(toml)])
+    assert few.exit_code == 0 and "no method had 10 past effects" in few.output, few.output
 
 
 @pytest.mark.parametrize("args, message", [
