@@ -225,3 +225,20 @@ def test_the_pilot_table_s_g0_companion_is_paired_by_seed_and_counts_the_campaig
     lo, hi = summarize.common.t_interval(np.array([0.5, 0.0, 0.5]))
     assert f"final J 0.833 against 0.500 (difference +0.333 [{lo:+.3f}, {hi:+.3f}])" in text
     assert "opens with a pilot in 67% of its campaigns" in text and blank == ""
+
+
+def test_the_pilot_table_with_the_starting_record_is_paired_by_seed_and_counts_the_campaigns_ending_at_zero():
+    def table(j_by_world, **settings):
+        return {"machine": {}, "settings": settings, "results": [
+            {"world": w, "strategy": "q_cvu", "final_J_by_seed": js, "net_utility_by_seed": js, "paths": []}
+            for w, js in j_by_world.items()]}
+
+    default = table({"a": [0.0, 1.0, 0.0], "b": [1.0, 1.0, 0.0]})
+    g0 = table({"a": [1.0, 1.0, 0.0], "b": [1.0, 1.0, 1.0]})
+    base = table({"a": [1.0, 1.0, 0.5], "b": [1.0, 1.0, 1.0]}, baseline_episodes=100)
+    g0_base = table({"a": [1.0, 1.0, 1.0], "b": [1.0, 1.0, 1.0]}, baseline_episodes=100)
+    (text, blank) = summarize._pilots_baseline(default, g0, base, g0_base)
+    lo, hi = summarize.common.t_interval(np.array([0.5, 0.0, 0.75]))
+    assert f"final J 0.917 against 0.500 (difference +0.417 [{lo:+.3f}, {hi:+.3f}]) without the record" in text
+    assert "3 of the rule's 6 campaigns end at true J 0 (G0 two decisions ahead: 1), with it 0 (G0: 0)" in text
+    assert "(100 episodes" in text and blank == ""
