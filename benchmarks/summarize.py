@@ -430,11 +430,8 @@ def _pilots_baseline(data: dict, g0: dict | None, base: dict, g0_base: dict) -> 
 
 def _pilots_g0(data: dict, g0: dict) -> list[str]:
     """The pilot table's rule with the G0 continuation two decisions ahead, paired by seed."""
-    lines = []
-    for field, what in (("final_J_by_seed", "final J"), ("net_utility_by_seed", "net utility")):
-        a, b = _seed_means(g0, "q_cvu", field), _seed_means(data, "q_cvu", field)
-        lo, hi = common.t_interval(a - b)
-        lines.append(f"{what} {a.mean():.3f} against {b.mean():.3f} (difference {_diff(a.mean() - b.mean(), lo, hi)})")
+    lines = [f"{what} {_paired_seeds(g0, data, field)}"
+             for field, what in (("final_J_by_seed", "final J"), ("net_utility_by_seed", "net utility"))]
     paths = [p for r in g0["results"] if r["strategy"] == "q_cvu" for p in r["paths"]]
     piloted = np.mean([p.startswith("pilot_") for p in paths]) if paths else float("nan")
     return [(f"The same table with the rule's G0 continuation two decisions ahead (`{COMMANDS['allocation_scarce_pilots_g0']}`, "
@@ -636,7 +633,7 @@ _SAME_PRIOR = ("Every strategy ran under that prior; the last column is the rule
                "one pooled mean (the table above), paired by world.")
 
 
-def _worlds_hierarchy(hierarchy: dict, data: dict, pilots: dict | None) -> list[str]:
+def _worlds_hierarchy(hierarchy: dict, base: dict) -> list[str]:
     """The rule and its rivals under a team prior whose whole effect hierarchy is sized by the history."""
     return _worlds_rivals(hierarchy, (
         "Under a team prior with the whole effect hierarchy sized by the history "
@@ -645,10 +642,10 @@ def _worlds_hierarchy(hierarchy: dict, data: dict, pilots: dict | None) -> list[
         f"{hierarchy['settings']['worlds']} worlds per family, {_machine(hierarchy)}). " + _SAME_PRIOR
         + " The first belief is then close to the spread of the true gains where they are many and small, and the rule stops at once there as its rivals do; where one rare fix decides, the "
         "fitted mean of 0 makes the search look worth less. So the library does not size the hierarchy unless "
-        "asked."), _first_table(data, pilots))
+        "asked."), base)
 
 
-def _worlds_skew(skew: dict, data: dict, pilots: dict | None) -> list[str]:
+def _worlds_skew(skew: dict, base: dict) -> list[str]:
     """The rule and its rivals under a team prior whose candidate level may be skewed."""
     chosen = "; ".join(f"{f} {p['candidate_skew']:g}" for f, p in (skew["settings"].get("team_priors") or {}).items())
     return _worlds_rivals(skew, (
@@ -657,12 +654,13 @@ def _worlds_skew(skew: dict, data: dict, pilots: dict | None) -> list[str]:
         f"`{COMMANDS['worlds_history_skew']}`, {skew['settings']['worlds']} worlds per family, {_machine(skew)}). "
         f"The skew chosen per family: {chosen}. " + _SAME_PRIOR + " The history's evidence prefers the skewed "
         "level in every family, but the rule's net utility moved in none with an interval that excludes 0, so the "
-        "library searches the skew only when asked."), _first_table(data, pilots))
+        "library searches the skew only when asked."), base)
 
 
-def _worlds_pooled(pooled: dict, data: dict, pilots: dict | None, pooled_pilots: dict | None) -> list[str]:
-    """The rule and its rivals under one pooled mean for all methods, against the first table."""
-    table = {"settings": {}, **_first_table(pooled, pooled_pilots)}
+def _worlds_pooled(pooled: dict, base: dict, first: dict) -> list[str]:
+    """The rule and its rivals under one pooled mean for all methods (`base`: its table with its
+    pilots family), against the first table (`first`, likewise)."""
+    table = {"settings": {}, **base}
     return _worlds_rivals(table, (
         "Under a team prior with one mean for all methods (gain_loc 0.3, `--gain-prior history-pooled`: "
         f"`{COMMANDS['worlds_pooled']}` and `{COMMANDS['worlds_pilots_pooled']}`, {pooled['settings']['worlds']} "
@@ -670,7 +668,7 @@ def _worlds_pooled(pooled: dict, data: dict, pilots: dict | None, pooled_pilots:
         "strategy ran under that prior; the last "
         "column is the rule under it minus the rule in the first table (the pilots table for `pilots`), paired by "
         "world. The variants below (the mean fitted, the hierarchy sized, a skewed level) change this prior and "
-        "are paired with it."), _first_table(data, pilots))
+        "are paired with it."), first)
 
 
 def _worlds_rivals(table: dict, intro: str, main: dict | None = None) -> list[str]:
@@ -754,7 +752,8 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
            pooled: dict | None = None, pooled_pilots: dict | None = None) -> list[str]:
     """Random-world families: each strategy's net utility against the rule's, paired over worlds."""
     settings = data["settings"]
-    base = _first_table(pooled, pooled_pilots) if pooled else _first_table(data, pilots)  # the variants' prior
+    first = _first_table(data, pilots)
+    base = _first_table(pooled, pooled_pilots) if pooled else first  # what the variants' priors change
     out = _head("worlds", "Allocation quality on random worlds", data) + [
         (f"{settings['worlds']} worlds per family drawn by `benchmarks/worlds.py` (families: "
          f"{', '.join(settings['families'])}), {settings['rounds']} rounds, no execution evidence at the start, "
@@ -763,10 +762,10 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
          "utility minus the rule's (`q_cvu`)."), ""]
     out += _merged_parts(settings)
     out += _family_tables(data)
-    return (out + (_worlds_pooled(pooled, data, pilots, pooled_pilots) if pooled else [])
+    return (out + (_worlds_pooled(pooled, base, first) if pooled else [])
             + (_worlds_location(base, fitted) if fitted else [])
-            + (_worlds_hierarchy(hierarchy, base, None) if hierarchy else [])
-            + (_worlds_skew(skew, base, None) if skew else [])
+            + (_worlds_hierarchy(hierarchy, base) if hierarchy else [])
+            + (_worlds_skew(skew, base) if skew else [])
             + (_worlds_library(library) if library else []) + (_worlds_pilots(pilots) if pilots else []))
 
 

@@ -387,15 +387,15 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
     counts, names = _effects(histories)
     if len(counts) < min_effects_for_loc:
         locs = (base.gain_loc,)
-    by_name: dict[str, list[int]] = {}
+    effects_of: dict[str, list[int]] = {}  # method -> indices of its candidates' effects
     for i, name in enumerate(names):
         if (method_locs is not None or base.method_locs) and name in methods:
-            by_name.setdefault(methods[name], []).append(i)
-    of_method = ({h: np.asarray(ix) for h, ix in by_name.items() if len(ix) >= min_effects_for_loc}
+            effects_of.setdefault(methods[name], []).append(i)
+    of_method = ({h: np.asarray(ix) for h, ix in effects_of.items() if len(ix) >= min_effects_for_loc}
                  if method_locs is not None else {})
     # base's method means that are not fitted stay as they are, in the evidence and in the result
     kept_locs = {h: m for h, m in base.method_locs if h not in of_method}
-    kept = {h: np.asarray(by_name[h]) for h in kept_locs if h in by_name}
+    kept = {h: np.asarray(effects_of[h]) for h in kept_locs if h in effects_of}
     fitted_ix = np.concatenate([np.zeros(0, int), *of_method.values()])  # the effects with their method's mean
     rest = np.setdiff1d(np.arange(len(counts)), np.concatenate([fitted_ix, *kept.values()]))
     if not rest.size:  # every effect has its method's own mean: nothing left to place gain_loc
