@@ -85,10 +85,10 @@ def prior_draws(rng_key, cands, eps, num: int, prior=None):
     control successes [num])."""
     import jax
     import numpy as np
-    from bayes_s2r.models.gains import gains_model
     from numpyro.infer import Predictive
 
     from bayes_s2r.belief.data import prepare_gains
+    from bayes_s2r.models.gains import gains_model
 
     template = prepare_gains(_records(cands, eps, [0] * len(cands), 0), cands, prior=prior)
     data = template.data._replace(treated_successes=None, control_successes=None,

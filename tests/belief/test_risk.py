@@ -132,8 +132,9 @@ def test_quadrature_matches_importance_sampling_reference():
 
 
 def test_risk_model_log_density_is_the_quadrature_target():
-    from bayes_s2r.models.risk import exec_risk_model
     from numpyro.infer.util import log_density
+
+    from bayes_s2r.models.risk import exec_risk_model
 
     n, y = np.array([30, 12]), np.array([2, 0])
     prior = RiskPrior()

@@ -1,11 +1,11 @@
 """Sensitivity posterior: ranking, synergy detection, proxy discount, outputs, bad input."""
 
 import pytest
-from bayes_s2r.models.sensitivity import SensitivityPrior
 
 from bayes_s2r.belief.sensitivity import fit_sensitivity
 from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.records import SensitivityTrial as T
+from bayes_s2r.models.sensitivity import SensitivityPrior
 
 N = 200
 J0 = 0.9

@@ -6,13 +6,13 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
-from bayes_s2r.models.sensitivity import SensitivityPrior, sensitivity_block, sensitivity_model
 from numpyro.infer import MCMC, NUTS, Predictive
 
 from bayes_s2r.belief.sensitivity import SensitivityData, prepare_sensitivity
 from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.records import ExecutionOutcome
 from bayes_s2r.evidence.records import SensitivityTrial as T
+from bayes_s2r.models.sensitivity import SensitivityPrior, sensitivity_block, sensitivity_model
 
 
 def _records():

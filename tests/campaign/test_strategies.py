@@ -200,9 +200,8 @@ def test_the_oracle_is_never_worse_on_the_synthetic_world(tmp_path):
 
 
 def test_a_configured_gain_prior_survives_the_ledger_and_reaches_the_fit(tmp_path, monkeypatch):
-    from bayes_s2r.models.gains import GainPrior
-
     from bayes_s2r.campaign import loop
+    from bayes_s2r.models.gains import GainPrior
 
     wide = GainPrior(candidate_scale=2.0)
     cfg = synthetic_config(fit_options={"svi_steps": 50, "prior": wide})
