@@ -54,6 +54,7 @@ TEAM_PRIORS = {
     "history-hierarchy": {"fit_location": True, "scale_hierarchy": True},
     "history-skew": {"skew": True},
     "history-method-contrasts": {"method_contrasts": True},
+    "history-shrunk": {"method_shrinkage": True},
 }
 
 DEFAULT_STRATEGIES = ("q_cvu", "q_cvu@g0", "q_beta0", "mv_greedy", "thompson", "pandora", "round_robin", "dr_only",
@@ -263,6 +264,8 @@ def main(argv=None) -> dict:
                         "effect hierarchy sized (scale_hierarchy=True); history-skew: history-pooled with the "
                         "candidate level's skew searched too (DEFAULT_SKEWS); history-method-contrasts: "
                         "history-pooled with only the methods' differences fitted (method_contrasts=True); "
+                        "history-shrunk: each method's mean shrunk toward 0.3 by the evidence (method_spreads="
+                        "DEFAULT_METHOD_SPREADS); "
                         "library: the library's default GainPrior")
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
     p.add_argument("--rows", default=None, help="JSON-lines file that keeps each finished world (resumable)")

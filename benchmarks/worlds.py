@@ -39,7 +39,12 @@ from typing import Any
 import numpy as np
 
 import bayes_s2r as bs
-from bayes_s2r.belief.team_prior import DEFAULT_LOCS, DEFAULT_METHOD_LOCS, DEFAULT_SKEWS
+from bayes_s2r.belief.team_prior import (
+    DEFAULT_LOCS,
+    DEFAULT_METHOD_LOCS,
+    DEFAULT_METHOD_SPREADS,
+    DEFAULT_SKEWS,
+)
 from bayes_s2r.campaign.executor import Execution
 from bayes_s2r.evidence.records import DeploymentEval, ExecutionOutcome, PairedEval
 
@@ -225,7 +230,8 @@ def history(family: Family, campaigns: int = 12) -> list[list[PairedEval]]:
 
 
 def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool = False,
-               skew: bool = False, method_means: bool = False, method_contrasts: bool = False) -> dict:
+               skew: bool = False, method_means: bool = False, method_contrasts: bool = False,
+               method_shrinkage: bool = False) -> dict:
     """The gain prior a team with `history(family)` behind it brings (`bs.fit_gain_prior`);
     with `fit_location` the effects' prior mean is fitted too (over its `DEFAULT_LOCS`), with
     `scale_hierarchy` the upper levels are sized with the candidate level, with `skew` the
@@ -236,13 +242,14 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
     fit = bs.fit_gain_prior(history(family), gain_locs=DEFAULT_LOCS if fit_location else None,
                             scale_hierarchy=scale_hierarchy, candidate_skews=DEFAULT_SKEWS if skew else (0.0,),
                             methods=methods, method_locs=DEFAULT_METHOD_LOCS if method_means or method_contrasts else None,
-                            method_contrasts=method_contrasts)
+                            method_contrasts=method_contrasts,
+                            method_spreads=DEFAULT_METHOD_SPREADS if method_shrinkage else None)
     out = {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df}
     if fit_location:
         out["gain_loc"] = fit.prior.gain_loc
     if skew:
         out["candidate_skew"] = fit.prior.candidate_skew
-    if method_means or method_contrasts:
+    if method_means or method_contrasts or method_shrinkage:
         out["method_locs"] = dict(fit.prior.method_locs)
     if scale_hierarchy:
         out.update(gain_scale=fit.prior.gain_scale, method_scale=fit.prior.method_scale,

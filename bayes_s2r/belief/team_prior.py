@@ -106,6 +106,12 @@ DEFAULT_SKEWS = (0.0, 0.5, 1.0, 2.0, 4.0)
 #: Per-method means to search (`method_locs=DEFAULT_METHOD_LOCS`; logits): wider than
 #: `DEFAULT_LOCS`, since a method that is usually the fix sits well above the rest.
 DEFAULT_METHOD_LOCS = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0)
+#: Spreads of the methods' means around `gain_loc` to search (`method_spreads=DEFAULT_METHOD_SPREADS`;
+#: logits): 0 is one mean for all, 2 lets a method that is usually the fix sit well apart.
+DEFAULT_METHOD_SPREADS = (0.0, 0.125, 0.25, 0.375, 0.5, 0.75, 1.0, 1.5, 2.0)
+#: Each method's mean is integrated within this many logits of `gain_loc`, on a grid of this
+#: step, spline-interpolated between its points (the evidence is smooth in the mean).
+_METHOD_MEAN_RANGE, _METHOD_MEAN_STEP, _METHOD_MEAN_NODES = 4.0, 0.25, 64
 
 _DELTA_GRID = np.linspace(-25.0, 25.0, 1001)
 
@@ -123,12 +129,15 @@ class GainPriorFit:
         best_minus_normal: log evidence of the best pair minus that of the best normal level
             (a Bayes factor on the log scale; > 0 favours heavy tails). NaN without normal
             entries in the grid.
+        method_spread: with `method_spreads`, the spread of the methods' means chosen (0: one
+            mean for all); None otherwise.
     """
 
     prior: GainPrior
     log_evidence: Mapping[tuple[float, float | None], float]
     effects: int
     best_minus_normal: float
+    method_spread: float | None = None
 
     @property
     def at_grid_edge(self) -> bool:
@@ -142,7 +151,10 @@ class GainPriorFit:
         if self.prior.candidate_skew:
             df += f", skew={self.prior.candidate_skew:g}"
         if self.prior.method_locs:
-            df += ", method means " + ", ".join(f"{h} {m:g}" for h, m in self.prior.method_locs)
+            shrunk = "" if self.method_spread is None else f" (shrunk to gain_loc, spread {self.method_spread:g})"
+            df += f", method means{shrunk} " + ", ".join(f"{h} {m:.3g}" for h, m in self.prior.method_locs)
+        elif self.method_spread == 0.0:
+            df += ", one mean for all methods (spread 0 chosen)"
         edge = " (at the edge of the scales searched)" if self.at_grid_edge else ""
         return (f"team gain prior from {self.effects} past effects: candidate_scale="
                 f"{self.prior.candidate_scale:g}{edge}, candidate level {df}, gain_loc="
@@ -278,8 +290,9 @@ def _finite_numbers(value) -> tuple | None:
 
 
 def _search_grid(candidate_scales, candidate_dfs, gain_locs, base: GainPrior, candidate_skews, methods,
-                 method_locs):
-    """The checked grid of `fit_gain_prior`: scales, means, (df, skew) levels and method means."""
+                 method_locs, method_spreads):
+    """The checked grid of `fit_gain_prior`: scales, means, (df, skew) levels, method means and
+    the spreads of the methods' means."""
     scales = tuple(candidate_scales)
     dfs = tuple(candidate_dfs)
     if not scales:
@@ -306,13 +319,22 @@ def _search_grid(candidate_scales, candidate_dfs, gain_locs, base: GainPrior, ca
         if _finite_numbers(method_locs) is None:
             raise InputError("method_locs", method_locs, "a non-empty sequence of finite numbers (logits) or None")
         method_locs = tuple(float(m) for m in method_locs)
+    if method_spreads is not None:
+        spreads = _finite_numbers(method_spreads)
+        if spreads is None or any(w < 0 for w in spreads):
+            raise InputError("method_spreads", method_spreads, "a non-empty sequence of numbers >= 0 (logits) or None")
+        if method_locs is not None:
+            raise InputError("method_spreads", method_spreads, "None with method_locs (each method's mean is either "
+                                                               "fitted on its own or shrunk, not both)")
+        method_spreads = tuple(float(w) for w in spreads)
     named = isinstance(methods, Mapping) and all(isinstance(k, str) and isinstance(v, str)
                                                  for k, v in methods.items())
     # base's own method means hold in the evidence too, so their effects must be known
-    if (method_locs is not None or base.method_locs) and not named:
-        why = "" if method_locs is not None else " (base.method_locs gives some methods their own mean)"
+    if (method_locs is not None or method_spreads is not None or base.method_locs) and not named:
+        why = "" if method_locs is not None or method_spreads is not None else (
+            " (base.method_locs gives some methods their own mean)")
         raise InputError("methods", methods, "{candidate name: method name} of the past candidates" + why)
-    return scales, locs, levels, method_locs
+    return scales, locs, levels, method_locs, method_spreads
 
 
 def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = None,
@@ -324,7 +346,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                    candidate_skews: Sequence[float] = (0.0,),
                    methods: Mapping[str, str] | None = None,
                    method_locs: Sequence[float] | None = None,
-                   method_contrasts: bool = False) -> GainPriorFit:
+                   method_contrasts: bool = False,
+                   method_spreads: Sequence[float] | None = None) -> GainPriorFit:
     """Choose the gains model's candidate level (and, when asked, the effects' prior mean) from
     past campaigns (type-II maximum likelihood).
 
@@ -358,6 +381,12 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         method_contrasts: keep the effects' overall mean at `gain_loc` and take from the
             history only how the methods differ: each method's mean is gain_loc plus its fitted
             mean minus the fitted mean of all their effects together.
+        method_spreads: shrink each method's mean toward `gain_loc` by the evidence instead of
+            fitting it on its own (`method_locs`): the methods' means are drawn from
+            N(gain_loc, ω²), ω is chosen among these spreads (e.g. `DEFAULT_METHOD_SPREADS`; 0 is
+            one mean for all) by the marginal likelihood with each method's mean integrated out,
+            and each method with past effects gets its posterior mean. Needs `methods`; with
+            fewer than `min_effects_for_loc` effects ω is 0.
 
     Returns:
         a `GainPriorFit`; pass `fit.prior` as `fit_gains(..., prior=fit.prior)` or
@@ -376,65 +405,118 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         raise InputError("base", base, "a GainPrior")
     if base.link != "logit":
         raise InputError("base.link", base.link, "'logit' (the quadrature is on the logit scale)")
-    scales, locs, levels, method_locs = _search_grid(candidate_scales, candidate_dfs, gain_locs, base,
-                                                     candidate_skews, methods, method_locs)
+    scales, locs, levels, method_locs, spreads = _search_grid(candidate_scales, candidate_dfs, gain_locs, base,
+                                                              candidate_skews, methods, method_locs, method_spreads)
     if isinstance(min_effects_for_loc, bool) or not isinstance(min_effects_for_loc, int) or min_effects_for_loc < 0:
         raise InputError("min_effects_for_loc", min_effects_for_loc, "a whole number >= 0")
     if not isinstance(scale_hierarchy, bool):
         raise InputError("scale_hierarchy", scale_hierarchy, "True or False")
     if not isinstance(method_contrasts, bool):
         raise InputError("method_contrasts", method_contrasts, "True or False")
+    if method_contrasts and spreads is not None:
+        raise InputError("method_contrasts", method_contrasts, "False with method_spreads (the spread sets the contrasts)")
     counts, names = _effects(histories)
     if len(counts) < min_effects_for_loc:
         locs = (base.gain_loc,)
+        spreads = None if spreads is None else (0.0,)
     effects_of: dict[str, list[int]] = {}  # method -> indices of its candidates' effects
     for i, name in enumerate(names):
-        if (method_locs is not None or base.method_locs) and name in methods:
+        if (method_locs is not None or spreads is not None or base.method_locs) and name in methods:
             effects_of.setdefault(methods[name], []).append(i)
-    of_method = ({h: np.asarray(ix) for h, ix in effects_of.items() if len(ix) >= min_effects_for_loc}
-                 if method_locs is not None else {})
+    if spreads is not None:  # shrinkage places every method that has effects
+        of_method = {h: np.asarray(ix) for h, ix in effects_of.items()}
+    elif method_locs is not None:
+        of_method = {h: np.asarray(ix) for h, ix in effects_of.items() if len(ix) >= min_effects_for_loc}
+    else:
+        of_method = {}
     # base's method means that are not fitted stay as they are, in the evidence and in the result
     kept_locs = {h: m for h, m in base.method_locs if h not in of_method}
     kept = {h: np.asarray(effects_of[h]) for h in kept_locs if h in effects_of}
     fitted_ix = np.concatenate([np.zeros(0, int), *of_method.values()])  # the effects with their method's mean
     rest = np.setdiff1d(np.arange(len(counts)), np.concatenate([fitted_ix, *kept.values()]))
-    if not rest.size:  # every effect has its method's own mean: nothing left to place gain_loc
+    if not rest.size and spreads is None:  # every effect has its method's own mean: nothing left to place gain_loc
         locs = (base.gain_loc,)
     grid_ll = np.concatenate([_log_lik_grid(counts[i:i + 64], base) for i in range(0, len(counts), 64)])  # [E, D]
     at_scale = {s: _upper_levels(grid_ll, _upper_sd(_hierarchy_at(base, float(s)))) if scale_hierarchy else grid_ll
                 for s in scales}
-    by_key, by_method = {}, {}
+    by_key, by_method = {}, {}  # key: (gain_loc, skew, scale, df, spread or None)
     for df, skew in levels:
         for s in scales:
             each = {}  # per mean, each effect's log evidence [E]
 
             def at(loc, s=s, df=df, skew=skew, each=each):
                 if loc not in each:
-                    delta, log_w = _delta_nodes(dataclasses.replace(base, gain_loc=loc), float(s), df, skew)
-                    delta = np.clip(delta, _DELTA_GRID[0], _DELTA_GRID[-1])
-                    each[loc] = special.logsumexp(_on_grid(at_scale[s], delta) + log_w, axis=1)
+                    each[loc] = _effect_evidence(at_scale[s], base, float(s), df, skew, np.asarray([loc]))[:, 0]
                 return each[loc]
 
+            def others(loc, kept=kept, at=at):  # the effects not placed by a fitted method mean
+                return float(at(loc)[rest].sum()) + sum(float(at(kept_locs[h])[ix].sum()) for h, ix in kept.items())
+
+            if spreads is not None:
+                for loc in locs:
+                    shrunk = _shrunk_method_means(at, at_scale[s], base, float(s), df, skew, loc, spreads, of_method)
+                    for w, (evidence, means) in shrunk.items():
+                        by_key[loc, skew, float(s), df, w] = others(loc) + evidence
+                        by_method[loc, skew, float(s), df, w] = means
+                continue
             # each method's mean is chosen on its own effects (the evidence is a sum over effects)
             best_m = {h: float(max(method_locs, key=lambda m, ix=ix: at(float(m))[ix].sum()))
                       for h, ix in of_method.items()}
             m_all = (float(max(method_locs, key=lambda m: at(float(m))[fitted_ix].sum()))
                      if method_contrasts and of_method else 0.0)
             for loc in locs:
-                key = (loc, skew, float(s), df)
+                key = (loc, skew, float(s), df, None)
                 means = {h: round(loc + m - m_all, 9) for h, m in best_m.items()} if method_contrasts else best_m
-                by_key[key] = (float(at(loc)[rest].sum())
-                               + sum(float(at(m)[of_method[h]].sum()) for h, m in means.items())
-                               + sum(float(at(kept_locs[h])[ix].sum()) for h, ix in kept.items()))
+                by_key[key] = others(loc) + sum(float(at(m)[of_method[h]].sum()) for h, m in means.items())
                 by_method[key] = means
     best_key = max(by_key, key=by_key.get)
-    loc_best, skew_best, *rest_key = best_key
-    best = tuple(rest_key)
-    out = {(s, d): v for (loc, k, s, d), v in by_key.items() if loc == loc_best and k == skew_best}
-    normals = [v for (loc, k, s, d), v in by_key.items() if loc == loc_best and d is None]
-    prior = dataclasses.replace(_hierarchy_at(base, best[0]) if scale_hierarchy else base, gain_loc=loc_best,
-                                candidate_scale=best[0], candidate_df=best[1], candidate_skew=skew_best,
+    loc_best, skew_best, scale_best, df_best, spread_best = best_key
+    out = {(s, d): v for (loc, k, s, d, w), v in by_key.items()
+           if loc == loc_best and k == skew_best and w == spread_best}
+    normals = [v for (loc, k, s, d, w), v in by_key.items() if loc == loc_best and w == spread_best and d is None]
+    prior = dataclasses.replace(_hierarchy_at(base, scale_best) if scale_hierarchy else base, gain_loc=loc_best,
+                                candidate_scale=scale_best, candidate_df=df_best, candidate_skew=skew_best,
                                 method_locs={**kept_locs, **by_method[best_key]},
                                 fixed_scales=False)
     return GainPriorFit(prior=prior, log_evidence=out, effects=len(counts),
-                        best_minus_normal=out[best] - max(normals) if normals else float("nan"))
+                        best_minus_normal=out[scale_best, df_best] - max(normals) if normals else float("nan"),
+                        method_spread=spread_best)
+
+
+def _effect_evidence(grid_ll: np.ndarray, base: GainPrior, scale: float, df: float | None, skew: float,
+                     means: np.ndarray) -> np.ndarray:
+    """[E, M] each effect's log evidence with the effects' prior mean at each of `means`."""
+    delta, log_w = _delta_nodes(dataclasses.replace(base, gain_loc=0.0), scale, df, skew)
+    out = np.empty((len(grid_ll), len(means)))
+    for j, m in enumerate(means):
+        d = np.clip(m + delta, _DELTA_GRID[0], _DELTA_GRID[-1])
+        out[:, j] = special.logsumexp(_on_grid(grid_ll, d) + log_w, axis=1)
+    return out
+
+
+def _shrunk_method_means(at, grid_ll, base, scale, df, skew, loc, spreads, of_method) -> dict:
+    """{spread ω: (Σ_h log ∫ Π_{e∈h} p(e | m) N(m; loc, ω²) dm, {method h: E[m_h | its effects]})}.
+
+    Each method's evidence Σ_{e∈h} log p(e | m) is computed on a grid of m around `loc` and
+    spline-interpolated; the normal over m is integrated at equal-probability quantiles.
+    ω = 0 is one mean for all (no method means)."""
+    from scipy.interpolate import CubicSpline
+
+    k = round(_METHOD_MEAN_RANGE / _METHOD_MEAN_STEP)
+    grid = loc + _METHOD_MEAN_STEP * np.arange(-k, k + 1)
+    per_effect = _effect_evidence(grid_ll, base, scale, df, skew, grid) if of_method else None  # [E, M]
+    curves = {h: CubicSpline(grid, per_effect[ix].sum(0)) for h, ix in of_method.items()}
+    z = special.ndtri(_mid(_METHOD_MEAN_NODES))
+    out = {}
+    for w in spreads:
+        if w == 0.0:
+            out[w] = (sum(float(at(loc)[ix].sum()) for ix in of_method.values()), {})
+            continue
+        m = np.clip(loc + w * z, grid[0], grid[-1])
+        evidence, means = 0.0, {}
+        for h, curve in curves.items():
+            lh = curve(m)
+            evidence += float(special.logsumexp(lh)) - math.log(m.size)
+            means[h] = float(np.dot(special.softmax(lh), m))
+        out[w] = (evidence, means)
+    return out

@@ -7,7 +7,12 @@ from scipy.special import expit
 
 import bayes_s2r as bs
 from bayes_s2r import GainPrior, InputError, PairedEval, fit_gain_prior
-from bayes_s2r.belief.team_prior import DEFAULT_LOCS, DEFAULT_METHOD_LOCS, DEFAULT_SKEWS
+from bayes_s2r.belief.team_prior import (
+    DEFAULT_LOCS,
+    DEFAULT_METHOD_LOCS,
+    DEFAULT_METHOD_SPREADS,
+    DEFAULT_SKEWS,
+)
 from bayes_s2r.models.gains import mixing_sd_mean
 
 
@@ -269,6 +274,73 @@ def test_the_bases_method_means_hold_in_the_evidence_and_are_kept():
                                            ({"method_locs": [], "methods": {"a": "FT"}}, "method_locs"),
                                            ({"method_locs": [float("inf")], "methods": {"a": "FT"}}, "method_locs")])
 def test_bad_method_arguments_are_refused_by_name(kwargs, field):
+    with pytest.raises(InputError) as err:
+        fit_gain_prior([[PairedEval("a", 1, 2, 1, 2)]], **kwargs)
+    assert err.value.field == field
+
+
+def _one_method(past, name):
+    return [[r for r in c if r.candidate == name] for c in past]
+
+
+def test_shrunk_method_means_match_the_integral_over_each_methods_mean():
+    past = _two_methods(np.random.default_rng(8), 12)
+    methods = {"si": "SI", "ft": "FT", "dr": "DR"}
+    grid = {"candidate_scales": [0.5], "candidate_dfs": [None]}
+    spread, loc = 0.5, GainPrior().gain_loc
+    fit = fit_gain_prior(past, methods=methods, method_spreads=[spread], **grid)
+    assert fit.method_spread == spread
+    # reference: each method's evidence at its mean m from the one-mean fit of its effects alone,
+    # integrated against N(m; gain_loc, spread²) by the trapezoid rule on a dense grid
+    m = np.linspace(loc - 4 * spread, loc + 4 * spread, 97)
+    density = np.exp(-0.5 * ((m - loc) / spread) ** 2) / (spread * np.sqrt(2 * np.pi))
+    total = 0.0
+    for name, h in methods.items():
+        ll = np.array([fit_gain_prior(_one_method(past, name), gain_locs=[x], min_effects_for_loc=0,
+                                      **grid).log_evidence[(0.5, None)] for x in m])
+        weight = np.exp(ll - ll.max()) * density
+        total += ll.max() + np.log(np.trapezoid(weight, m))
+        assert dict(fit.prior.method_locs)[h] == pytest.approx(np.trapezoid(weight * m, m) / np.trapezoid(weight, m),
+                                                               abs=0.01)
+    assert fit.log_evidence[(0.5, None)] == pytest.approx(total, abs=0.02)
+
+
+def test_methods_that_differ_are_kept_apart_and_methods_that_do_not_share_one_mean():
+    past = _two_methods(np.random.default_rng(6), 20)
+    methods = {"si": "SI", "ft": "FT", "dr": "DR"}
+    grid = {"candidate_scales": [0.3, 0.5, 1.0], "candidate_dfs": [None]}
+    fit = fit_gain_prior(past, methods=methods, method_spreads=DEFAULT_METHOD_SPREADS, **grid)
+    shrunk = dict(fit.prior.method_locs)
+    alone = dict(fit_gain_prior(past, methods=methods, method_locs=np.arange(-1.0, 2.5, 0.05).round(2),
+                                candidate_scales=[fit.prior.candidate_scale], candidate_dfs=[None]).prior.method_locs)
+    assert fit.method_spread > 0 and shrunk["FT"] > shrunk["DR"] > shrunk["SI"]
+    for h, m in shrunk.items():  # each mean lies between gain_loc and its own fit
+        assert min(alone[h], 0.3) <= m <= max(alone[h], 0.3)
+    assert "shrunk to gain_loc" in fit.text()
+    # one distribution for every method: the evidence chooses one mean, and the fit is the pooled one
+    rng = np.random.default_rng(9)
+    same = []
+    for _ in range(20):
+        alpha = rng.normal(0.0, 1.0)
+        same.append([PairedEval(name, int(rng.binomial(48, expit(alpha + rng.normal(0.3, 0.4)))), 48,
+                                int(rng.binomial(48, expit(alpha))), 48) for name in methods])
+    pooled = fit_gain_prior(same, **grid)
+    one = fit_gain_prior(same, methods=methods, method_spreads=DEFAULT_METHOD_SPREADS, **grid)
+    assert one.method_spread == 0.0 and one.prior == pooled.prior and "one mean for all" in one.text()
+    assert one.log_evidence == pytest.approx(pooled.log_evidence, abs=1e-9)
+    # too few effects to size the spread: one mean for all
+    assert fit_gain_prior(past[:2], methods=methods, method_spreads=DEFAULT_METHOD_SPREADS,
+                          **grid).prior.method_locs == ()
+
+
+@pytest.mark.parametrize("kwargs, field", [({"method_spreads": [0.5]}, "methods"),
+                                           ({"method_spreads": [-0.5], "methods": {"a": "FT"}}, "method_spreads"),
+                                           ({"method_spreads": [], "methods": {"a": "FT"}}, "method_spreads"),
+                                           ({"method_spreads": [0.5], "method_locs": [1.0], "methods": {"a": "FT"}},
+                                            "method_spreads"),
+                                           ({"method_spreads": [0.5], "method_contrasts": True, "methods": {"a": "FT"}},
+                                            "method_contrasts")])
+def test_bad_spreads_are_refused_by_name(kwargs, field):
     with pytest.raises(InputError) as err:
         fit_gain_prior([[PairedEval("a", 1, 2, 1, 2)]], **kwargs)
     assert err.value.field == field
