@@ -383,6 +383,15 @@ def _record(ledger_path: Path, decision, round_: int, budget: Budget, belief, se
         ledger.add(dataclasses.replace(rec, extra=extra, id=None))
 
 
+# Without J of the deployed policy every gain is priced from a guess: on the pilot Brax worlds
+# the rule's final J was 0.794 without the starting policy's deployment record and 0.862 with it
+# (docs/results.md, "Scarce budget, with pilot diagnoses").
+_UNMEASURED_J = ("[bold]warning:[/] the deployed policy's J has not been measured (no deployment_eval or paired "
+                 "control arm of it in the ledger), so every gain is priced from J {j:.1f}, a guess, and diagnoses look "
+                 "worth less than they are. Record a deployment evaluation of it first (a deployment_eval row, "
+                 "docs/formats.md).")
+
+
 @app.command("decide")
 def decide_command(
     ctx: typer.Context,
@@ -428,6 +437,7 @@ def decide_command(
     records, cands = _open_evidence(ledger, candidates)
 
     from bayes_s2r.decision import decide
+    from bayes_s2r.decision.problem import DEFAULT_J_SOURCE
     from bayes_s2r.report.columns import headers, legend, resources_text, rows_of
 
     belief, risk, reused = _fit(records, cands, method, seed, gain_prior, ledger=ledger, refit=refit)
@@ -435,6 +445,7 @@ def decide_command(
                cvu_samples=cvu_samples, seed=seed, utility=utility, allow_bad_belief=True,
                lookahead_depth=lookahead_depth, devices=root_devices(ctx))
     gate = _gate_hints(d, records, alpha_exec, delta)
+    j_measured = d.j_source != DEFAULT_J_SOURCE
     rows = rows_of(d.table, d.p_best, gate)
     round_ = _decision_round(records) if record else None
     if record:
@@ -447,7 +458,7 @@ def decide_command(
             "legend": legend(d.utility_label, beta),
             "flip_probability": float(d.flip_probability),
             "p_best": {k: float(v) for k, v in d.p_best.items()},
-            "stop_Q": float(d.stop_Q), "current_J": float(d.j_now),
+            "stop_Q": float(d.stop_Q), "current_J": float(d.j_now), "current_J_measured": j_measured,
             "belief_ok": bool(belief.diagnostics["ok"]), "fit_reused": reused,
             "budget": dict(zip(RESOURCES, b.as_array().tolist())),
             "table": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
@@ -459,6 +470,8 @@ def decide_command(
     console = _console()
     if not belief.diagnostics["ok"]:
         console.print(f"[bold]warning:[/] the belief failed its diagnostics ({belief.diagnostics['reason']})")
+    if not j_measured:
+        console.print(_UNMEASURED_J.format(j=d.j_now))
     foot = [f"budget: {resources_text(dict(zip(RESOURCES, b.as_array().tolist())))} ({budget_source})",
             _settings_line(d), _robustness_line(d)]
     if reused:

@@ -15,7 +15,7 @@ import bayes_s2r.cli_campaign
 import bayes_s2r.cli_decide
 from bayes_s2r.cli import app
 from bayes_s2r.evidence.ledger import Ledger
-from bayes_s2r.evidence.records import PairedEval
+from bayes_s2r.evidence.records import DeploymentEval, PairedEval, SensitivityTrial
 
 EXAMPLES = importlib.resources.files("bayes_s2r") / "examples"
 EXAMPLE_CSV = str(EXAMPLES / "ledger.csv")
@@ -99,6 +99,24 @@ def test_a_robot_candidate_without_executions_says_what_would_open_the_gate(ledg
     assert "ExecutionOutcome" in row["gate"]
     text = " ".join(_decide("--ledger", str(ledger), "--candidates", str(toml), "--no-record", *FAST).split())
     assert "not feasible: ft_new_gripper: unsafe" in text and "59 more executions" in text
+
+
+def test_an_unmeasured_deployed_policy_is_pointed_out(ledger, tmp_path):
+    args = ["--candidates", EXAMPLE_TOML, "--no-record", *FAST]
+    measured = json.loads(_decide("--ledger", str(ledger), "--json", *args))
+    assert measured["current_J_measured"] and "has not been measured" not in _decide("--ledger", str(ledger), *args)
+    path = tmp_path / "sweep_only.sqlite"
+    with Ledger(path) as led:
+        led.add(SensitivityTrial("latency", 0.5, 30, 50, policy="pi0", round=0))
+    out = json.loads(_decide("--ledger", str(path), "--json", *args))
+    assert not out["current_J_measured"] and out["current_J"] == 0.5
+    text = " ".join(_decide("--ledger", str(path), *args).split())
+    assert "warning: the deployed policy's J has not been measured" in text and "deployment_eval row" in text
+    with Ledger(path) as led:  # its deployment recorded, the warning goes
+        led.add(DeploymentEval("pi0", 60, 21, 0, round=0))
+    out = json.loads(_decide("--ledger", str(path), "--json", *args))
+    assert out["current_J_measured"] and out["current_J"] == pytest.approx(0.35, abs=0.06)
+    assert "has not been measured" not in _decide("--ledger", str(path), *args)
 
 
 def test_one_vocabulary_with_the_utility_in_the_header(ledger):
