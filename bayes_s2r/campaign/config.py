@@ -127,6 +127,12 @@ class CampaignConfig:
             the decide options).
         max_rounds: round limit; the last round is terminal (CVU = 0).
         deploy_episodes: episodes of the deployment evaluation at the stop.
+        start_deployment_episodes: episodes of a deployment evaluation of the starting policy
+            before the first decision, when the ledger holds no measurement of it (default 0:
+            none). Gains are modelled on the logit scale, so without J of the start every gain
+            is priced from a guess: on the pilot Brax worlds (`docs/results.md`, "Scarce
+            budget, with pilot diagnoses") the rule ended at J 0.794 without that record and
+            0.862 with it. Like the evaluation at the stop, it is not charged to the budget.
         accept_regressions: adopt an adaptation's policy even when its paired evaluation
             does not show it better than the current one (default False: a lab does not
             deploy a measured regression, and a tie keeps the incumbent; the evidence is
@@ -160,6 +166,7 @@ class CampaignConfig:
     alpha_deploy: float = 0.05
     max_rounds: int = 8
     deploy_episodes: int = 200
+    start_deployment_episodes: int = 0
     accept_regressions: bool = False
     seed: int = 0
     repeat_share: float = 0.0
@@ -188,7 +195,7 @@ class CampaignConfig:
                 default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
                 values[name] = options.get(name, default)
         values["alpha_deploy"] = require_probability("config.alpha_deploy", values["alpha_deploy"])
-        for name, low in (("max_rounds", 1), ("deploy_episodes", 1), ("seed", 0)):
+        for name, low in (("max_rounds", 1), ("deploy_episodes", 1), ("start_deployment_episodes", 0), ("seed", 0)):
             values[name] = require_int(f"config.{name}", values[name], low)
         require_bool("config.accept_regressions", values["accept_regressions"])
         values["repeat_share"] = require_finite_nonneg("config.repeat_share", values["repeat_share"])

@@ -28,6 +28,9 @@ __all__ = ["RoundReport", "executor_memory", "resume_campaign", "round_decision"
            "start_campaign"]
 
 _EXECUTOR_PREFIX = "executor."
+#: Folded into the campaign seed's key for the starting policy's deployment evaluation (apart
+#: from every round's t).
+_START_KEY = 2**31 - 1
 
 
 class RoundReport(NamedTuple):
@@ -210,6 +213,8 @@ def run_round(ledger: Ledger, executor: Executor, *, chooser=None) -> RoundRepor
         deployment = _finish(ledger, executor, state, k_prev, "budget", None)
         return RoundReport(load_state(ledger), None, None, False, deployment)
 
+    if t == 0 and cfg.start_deployment_episodes and not _measured(ledger, state.policy):
+        state = _measure_start(ledger, executor, state)
     seed = _round_seed(cfg, t)
     if chooser is None:
         decision, belief, rule = *round_decision(state, ledger, seed), None
@@ -261,6 +266,25 @@ def run_round(ledger: Ledger, executor: Executor, *, chooser=None) -> RoundRepor
         deployment = _finish(ledger, executor, new_state, k_deploy, "budget", None)
         return RoundReport(load_state(ledger), decision, execution, adopted, deployment)
     return RoundReport(new_state, decision, execution, adopted, None)
+
+
+def _measured(ledger: Ledger, policy: str) -> bool:
+    """Whether the ledger holds a measurement of `policy`'s J (a deployment evaluation of it, or
+    a paired evaluation with it as the control arm)."""
+    return any(r.policy == policy for r in ledger.records(DeploymentEval)) or any(
+        r.policy in (None, policy) for r in ledger.records(PairedEval))
+
+
+def _measure_start(ledger: Ledger, executor: Executor, state: CampaignState) -> CampaignState:
+    """Evaluate the starting policy's deployment and commit it with its J, before round 0."""
+    cfg = state.config
+    key = jax.random.fold_in(jax.random.key(cfg.seed), _START_KEY)
+    evaluation = executor.evaluate_deployment(key, round=0, policy=state.policy,
+                                              episodes=cfg.start_deployment_episodes, memory=executor_memory(ledger))
+    with ledger.transaction():
+        ledger.add(evaluation)
+        ledger.set_meta(META_KEYS["current_J"], evaluation.successes / evaluation.episodes)
+    return load_state(ledger)
 
 
 def round_decision(state: CampaignState, ledger: Ledger, seed: int, *, beta: float | None = None,

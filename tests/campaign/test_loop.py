@@ -160,3 +160,34 @@ def test_a_two_step_look_ahead_runs_while_two_more_rounds_remain(tmp_path, monke
     # rounds 0 and 1 have two decisions after them; round 2 has one (the last round is terminal)
     assert len(depths) >= 3 and depths == [2, 2, 1, 1][: len(depths)]
     assert state.config.lookahead_depth == 2
+
+
+def test_the_starting_policy_is_measured_before_the_first_decision_when_asked(tmp_path):
+    from bayes_s2r.campaign import make_chooser
+    from bayes_s2r.campaign.loop import run_round
+
+    executor = bs.SyntheticExecutor(synthetic_world())
+    start = executor.initial_policy()
+
+    def first_round(name, episodes, before=()):
+        ledger = bs.Ledger(tmp_path / f"{name}.sqlite")
+        bs.start_campaign(ledger, synthetic_candidates(), synthetic_config(start_deployment_episodes=episodes),
+                          executor)
+        ledger.add_many(before)
+        run_round(ledger, executor, chooser=make_chooser("round_robin"))
+        decision = ledger.records(DecisionRecord)[0].payload()["extra"]
+        return [r for r in ledger.records(bs.DeploymentEval) if r.policy == start], decision
+
+    (evaluation,), decision = first_round("asked", 150)
+    assert (evaluation.episodes, evaluation.round) == (150, 0)
+    assert decision["current_J"] == evaluation.successes / 150 == pytest.approx(0.3, abs=0.12)
+    assert first_round("again", 150)[0] == [evaluation]  # the same campaign seed, the same evaluation
+    evaluations, decision = first_round("not_asked", 0)
+    assert evaluations == [] and decision["current_J"] is None
+    # a measurement already on record (the user's, or one committed before a crash) is not repeated
+    own = bs.DeploymentEval(start, 60, 20, 0, round=0)
+    evaluations, decision = first_round("recorded", 150, [own])
+    assert [(r.episodes, r.successes) for r in evaluations] == [(60, 20)]
+    with pytest.raises(bs.InputError) as err:
+        synthetic_config(start_deployment_episodes=-1)
+    assert err.value.field == "config.start_deployment_episodes"
