@@ -498,18 +498,28 @@ def prior_command(
     candidates: Annotated[Path | None, typer.Option(
         "--candidates", help="Candidates TOML file naming the past candidates' methods (for each method's mean).",
         show_default=False)] = None,
+    shrink: Annotated[bool, typer.Option(
+        "--shrink", help="Shrink each method's mean toward one mean by the evidence (fit_gain_prior's "
+                         "method_spreads) instead of fitting it on its own; needs --candidates.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Choose the gains prior's candidate level from past campaigns (`fit_gain_prior`)."""
     import dataclasses
 
     from bayes_s2r.belief import fit_gain_prior
-    from bayes_s2r.belief.team_prior import DEFAULT_METHOD_LOCS, DEFAULT_SKEWS, MIN_EFFECTS_FOR_LOC
+    from bayes_s2r.belief.team_prior import (
+        DEFAULT_METHOD_LOCS,
+        DEFAULT_METHOD_SPREADS,
+        DEFAULT_SKEWS,
+        MIN_EFFECTS_FOR_LOC,
+    )
     from bayes_s2r.evidence.io import read_csv, read_json
     from bayes_s2r.evidence.ledger import Ledger
 
     if method_means and candidates is None:
         raise InputError("--candidates", None, "a candidates TOML file naming the methods, with --method-means")
+    if shrink and (candidates is None or method_means is False):
+        raise InputError("--shrink", True, "--candidates naming the methods, and not --one-mean")
     if method_means is None:  # each method's own mean when the methods are known (docs/decide.md, team prior)
         method_means = candidates is not None
     methods = None
@@ -528,16 +538,18 @@ def prior_command(
         with Ledger(path, create=False) as ledger:
             histories.append(ledger.records())
     fit = fit_gain_prior(histories, candidate_skews=DEFAULT_SKEWS if skew else (0.0,), methods=methods,
-                         method_locs=DEFAULT_METHOD_LOCS if method_means else None)
+                         method_locs=DEFAULT_METHOD_LOCS if method_means and not shrink else None,
+                         method_spreads=DEFAULT_METHOD_SPREADS if shrink else None)
     fields = dataclasses.asdict(fit.prior)
     if out is not None:
         Path(out).write_text(json.dumps(fields, indent=1) + "\n")
     if as_json:
         typer.echo(json.dumps({"prior": fields, "effects": fit.effects, "at_grid_edge": fit.at_grid_edge,
-                               "log_bayes_factor_vs_normal": fit.best_minus_normal}, indent=1))
+                               "log_bayes_factor_vs_normal": fit.best_minus_normal,
+                               **({"method_spread": fit.method_spread} if shrink else {})}, indent=1))
         return
     few = ""
-    if method_means and not fit.prior.method_locs:  # asked for, or the default, yet nothing to fit them on
+    if method_means and not shrink and not fit.prior.method_locs:  # asked for, or the default, yet nothing to fit
         few = (f"\nno method had {MIN_EFFECTS_FOR_LOC} past effects of its candidates (named in {candidates}): "
                "one mean for all")
     _console().print(fit.text() + few + (f"\nwritten to {out}" if out is not None else ""))

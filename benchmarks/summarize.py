@@ -92,6 +92,9 @@ COMMANDS = {
                             "--gain-prior history-skew --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,"
                             "round_robin,dr_only,si_then_dr,dr_then_ft,oracle_safe "
                             "--out benchmarks/results/worlds_history_skew.json"),
+    "worlds_history_shrunk": ("python benchmarks/bench_worlds.py --families all --worlds 200 --jobs 2 "
+                              "--gain-prior history-shrunk --strategies q_cvu "
+                              "--out benchmarks/results/worlds_history_shrunk.json"),
     "worlds_pilots": ("python benchmarks/bench_worlds.py --families pilots --worlds 200 --jobs 2 "
                       "--strategies q_cvu,q_cvu@g0_depth2,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,"
                       "si_then_dr,dr_then_ft,oracle_safe --out benchmarks/results/worlds_pilots.json"),
@@ -578,14 +581,19 @@ WORLD_COLUMNS = (("net utility", "net_utility_mean", "{:.3f}"), ("final J", "fin
                  ("decisions (with the stop)", "rounds_mean", "{:.1f}"))
 
 
-def _paired_rows(a: dict, b: dict, family: str, strategy: str) -> tuple[float, float, float, int]:
-    """Mean and 95% interval over the worlds both tables ran of (a's net utility − b's)."""
+def _paired_diffs(a: dict, b: dict, family: str, strategy: str) -> np.ndarray:
+    """a's net utility − b's on each world both tables ran."""
     rows = [{(r["world"], r["strategy"]): r["net_utility"] for r in d["rows"] if r["family"] == family}
             for d in (a, b)]
     worlds = sorted(w for w, s in rows[0] if s == strategy and (w, s) in rows[1])
-    diff = np.array([rows[0][w, strategy] - rows[1][w, strategy] for w in worlds])
+    return np.array([rows[0][w, strategy] - rows[1][w, strategy] for w in worlds])
+
+
+def _paired_rows(a: dict, b: dict, family: str, strategy: str) -> tuple[float, float, float, int]:
+    """Mean and 95% interval over the worlds both tables ran of (a's net utility − b's)."""
+    diff = _paired_diffs(a, b, family, strategy)
     lo, hi = common.t_interval(diff)
-    return float(diff.mean()), lo, hi, len(worlds)
+    return float(diff.mean()), lo, hi, len(diff)
 
 
 def _stale(data: dict) -> list[str]:
@@ -671,6 +679,40 @@ def _worlds_pooled(pooled: dict, base: dict, first: dict) -> list[str]:
         "are paired with it."), first)
 
 
+def _worlds_shrunk(shrunk: dict, first: dict, base: dict) -> list[str]:
+    """The rule under each method's mean shrunk toward one mean by the evidence, against the rule
+    under its own means (`first`) and under one pooled mean (`base`), paired by world."""
+    out = [("Each method's mean shrunk toward the one mean by the evidence (`bs.fit_gain_prior(..., "
+            "method_spreads=DEFAULT_METHOD_SPREADS)`: the methods' means drawn from N(0.3, ω²), ω chosen by the "
+            "marginal likelihood with each method's mean integrated out, each method given its posterior mean; "
+            f"`{COMMANDS['worlds_history_shrunk']}`, {shrunk['settings']['worlds']} worlds per family, "
+            f"{_machine(shrunk)}). The rule alone ran under it, paired by world with the rule under each method's "
+            "own mean (the first table) and under one pooled mean. Where ω = 0 is chosen the prior is the pooled "
+            "one, and so are the campaigns. Shrinking takes back part of what the methods' own means cost where "
+            "the methods do not differ, and gives up part of what they gain where fine-tuning is usually the fix; "
+            "neither dominates, so each method's own mean stays the default."), "", *_stale(shrunk),
+           *_merged_parts(shrunk["settings"]),
+           "| family | means chosen (logits) | q_cvu net utility | shrunk − own means, 95% | shrunk − one mean, 95% |",
+           "|---|---|---|---|---|"]
+    diffs: dict[str, list] = {"own": [], "pooled": []}
+    for family, summary in shrunk["summary"].items():
+        locs = (shrunk["settings"].get("team_priors") or {}).get(family, {}).get("method_locs") or {}
+        means = ", ".join(f"{h} {m:.2f}" for h, m in sorted(locs.items())) or "one mean (ω = 0)"
+        cells = []
+        for key, table in (("own", first), ("pooled", base)):
+            d = _paired_diffs(shrunk, table, family, "q_cvu")
+            diffs[key].append((family, d))
+            cells.append(f"{_diff(float(d.mean()), *common.t_interval(d))} ({len(d)} worlds)")
+        out.append(f"| {family} | {means} | {summary['q_cvu']['net_utility_mean']:.3f} | " + " | ".join(cells) + " |")
+    for label, keep in (("all families together", lambda f: True), ("all but robot together", lambda f: f != "robot")):
+        cells = []
+        for key in ("own", "pooled"):
+            d = np.concatenate([x for f, x in diffs[key] if keep(f)])
+            cells.append(f"{_diff(float(d.mean()), *common.t_interval(d))} ({len(d)} worlds)")
+        out.append(f"| {label} | | | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
 def _worlds_rivals(table: dict, intro: str, main: dict | None = None) -> list[str]:
     """Per family of a worlds table run under another prior: the rule, the rivals ahead of it,
     β = 0, the gap closed, and (given `main`) the rule against the main table's."""
@@ -749,7 +791,7 @@ def _worlds_pilots(pilots: dict) -> list[str]:
 
 def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
            pilots: dict | None = None, hierarchy: dict | None = None, skew: dict | None = None,
-           pooled: dict | None = None, pooled_pilots: dict | None = None) -> list[str]:
+           pooled: dict | None = None, pooled_pilots: dict | None = None, shrunk: dict | None = None) -> list[str]:
     """Random-world families: each strategy's net utility against the rule's, paired over worlds."""
     settings = data["settings"]
     first = _first_table(data, pilots)
@@ -763,6 +805,7 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
     out += _merged_parts(settings)
     out += _family_tables(data)
     return (out + (_worlds_pooled(pooled, base, first) if pooled else [])
+            + (_worlds_shrunk(shrunk, first, base) if shrunk and pooled else [])
             + (_worlds_location(base, fitted) if fitted else [])
             + (_worlds_hierarchy(hierarchy, base) if hierarchy else [])
             + (_worlds_skew(skew, base) if skew else [])
@@ -1016,7 +1059,7 @@ SECTIONS = [
     Section(("cli_errors",), cli_errors),
     Section(("cli_decide",), cli_decide),
     Section(("worlds", "worlds_history_loc", "worlds_library_prior", "worlds_pilots", "worlds_history_hierarchy",
-             "worlds_history_skew", "worlds_pooled", "worlds_pilots_pooled"), worlds),
+             "worlds_history_skew", "worlds_pooled", "worlds_pilots_pooled", "worlds_history_shrunk"), worlds),
     Section(("dp_ceiling", "dp_ceiling_rule"), dp_ceiling),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -264,6 +264,17 @@ def test_prior_with_each_methods_mean_from_the_candidates_file(tmp_path):
     # too few past effects of each method: the text says one mean was kept
     few = CliRunner().invoke(app, ["prior", *past[:4], "--candidates", str(toml)])
     assert few.exit_code == 0 and "no method had 10 past effects" in few.output, few.output
+    # shrunk toward one mean by the evidence: the methods stay apart, DR (few effects far from the
+    # mean) nearer to it than on its own
+    shrunk = CliRunner().invoke(app, ["prior", *past, "--shrink", "--candidates", str(toml), "--json"])
+    assert shrunk.exit_code == 0, shrunk.output
+    printed = json.loads(shrunk.stdout)
+    means = dict(printed["prior"]["method_locs"])
+    assert printed["method_spread"] > 0 and means["FT"] > means["DR"] + 1.0
+    assert abs(means["DR"] - 0.3) < abs(locs["DR"] - 0.3)
+    for args in (["--shrink"], ["--shrink", "--one-mean", "--candidates", str(toml)]):
+        refused = CliRunner().invoke(app, ["prior", *past, *args])
+        assert refused.exit_code != 0 and "--shrink" in refused.output
 
 
 @pytest.mark.parametrize("args, message", [
