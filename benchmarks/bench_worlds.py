@@ -256,6 +256,9 @@ def main(argv=None) -> dict:
     p.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES))
     p.add_argument("--rounds", type=int, default=4, help="round limit of every campaign")
     p.add_argument("--continuation", default=None, help="override the campaign's continuation (g0|rollout)")
+    p.add_argument("--start-deployment-episodes", type=int, default=0,
+                   help="every campaign starts with a deployment evaluation of the starting policy of this many "
+                        "episodes (CampaignConfig.start_deployment_episodes; default 0: J of the start unknown)")
     p.add_argument("--gain-prior", choices=(*TEAM_PRIORS, "library"), default="history",
                    help="history: each family's team prior fitted by bs.fit_gain_prior from past campaigns on "
                         "other worlds of it (worlds.team_prior), each method's mean fitted (DEFAULT_METHOD_LOCS); "
@@ -285,6 +288,8 @@ def main(argv=None) -> dict:
             p.error(f"--families: {f!r} is not one of {sorted(W.FAMILIES)}")
     strategies = tuple(args.strategies.split(","))
     overrides = {} if args.continuation is None else {"continuation": args.continuation}
+    if args.start_deployment_episodes:
+        overrides["start_deployment_episodes"] = args.start_deployment_episodes
     priors = {f: W.team_prior(W.FAMILIES[f], **TEAM_PRIORS[args.gain_prior]) if args.gain_prior != "library" else None
               for f in families}
     tasks = [(f, seed, strategies, args.rounds,

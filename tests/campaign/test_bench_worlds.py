@@ -150,3 +150,21 @@ def test_a_team_prior_with_its_hierarchy_sized_keeps_the_library_proportions():
     world = W.draw_world(W.FAMILIES["small"], 0)
     config = W.campaign_config(world, max_rounds=1, seed=0, fit_options={"prior": prior})
     assert config.fit_options["prior"] == bs.GainPrior(**prior)  # the campaign's belief uses all of it
+
+
+def test_a_team_prior_with_shrunk_method_means_keeps_the_methods_apart():
+    prior = W.team_prior(W.FAMILIES["robot"], method_shrinkage=True)
+    means = prior["method_locs"]
+    assert set(means) == {"DR", "SI", "DA", "FT"} and means["FT"] > means["DR"]
+    own = W.team_prior(W.FAMILIES["robot"], method_means=True)["method_locs"]
+    # nearer the one mean than each fitted on its own (those on a grid of steps 0.25 or more)
+    assert all(abs(means[h] - 0.3) <= abs(own[h] - 0.3) + 0.05 for h in means)
+    assert bs.GainPrior(**prior).method_locs
+
+
+def test_campaigns_can_start_with_the_starting_policys_deployment_record():
+    args = ["--families", "needle", "--worlds", "1", "--rounds", "1", "--gain-prior", "library", "--strategies",
+            "mv_greedy"]
+    out = bench_worlds.main([*args, "--start-deployment-episodes", "50"])
+    assert out["settings"]["overrides"] == {"start_deployment_episodes": 50}
+    assert bench_worlds.main(args)["settings"]["overrides"] == {}
