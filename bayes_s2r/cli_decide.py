@@ -383,13 +383,11 @@ def _record(ledger_path: Path, decision, round_: int, budget: Budget, belief, se
         ledger.add(dataclasses.replace(rec, extra=extra, id=None))
 
 
-# Without J of the deployed policy every gain is priced from a guess: on the pilot Brax worlds
-# the rule's final J was 0.794 without the starting policy's deployment record and 0.862 with it
-# (docs/results.md, "Scarce budget, with pilot diagnoses").
+# Without J of the deployed policy every gain is priced from a guess (docs/decide.md, "Measure the
+# deployed policy first", says what it changed on the benchmarks).
 _UNMEASURED_J = ("[bold]warning:[/] the deployed policy's J has not been measured (no deployment_eval or paired "
-                 "control arm of it in the ledger), so every gain is priced from J {j:.1f}, a guess, and diagnoses look "
-                 "worth less than they are. Record a deployment evaluation of it first (a deployment_eval row, "
-                 "docs/formats.md).")
+                 "control arm of it in the ledger), so every gain is priced from J {j:.1f}, a guess. Record a "
+                 "deployment evaluation of it first (a deployment_eval row, docs/formats.md).")
 
 
 @app.command("decide")

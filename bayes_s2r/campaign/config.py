@@ -130,9 +130,11 @@ class CampaignConfig:
         start_deployment_episodes: episodes of a deployment evaluation of the starting policy
             before the first decision, when the ledger holds no measurement of it (default 0:
             none). Gains are modelled on the logit scale, so without J of the start every gain
-            is priced from a guess: on the pilot Brax worlds (`docs/results.md`, "Scarce
-            budget, with pilot diagnoses") the rule ended at J 0.794 without that record and
-            0.862 with it. Like the evaluation at the stop, it is not charged to the budget.
+            is priced from a guess (J 0.5): on the pilot Brax worlds, whose starting policies
+            mostly fail (J 0 in three of the five), the rule ended at J 0.794 without that
+            record and 0.862 with it; on the random worlds, whose starts lie in 0.2–0.6, it
+            changed little (`docs/decide.md`, "Measure the deployed policy first"). Like the
+            evaluation at the stop, it is not charged to the budget.
         accept_regressions: adopt an adaptation's policy even when its paired evaluation
             does not show it better than the current one (default False: a lab does not
             deploy a measured regression, and a tie keeps the incumbent; the evidence is
