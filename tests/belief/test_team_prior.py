@@ -203,12 +203,17 @@ def test_a_skewed_history_is_recognised_and_a_symmetric_one_keeps_a_small_skew()
     assert fit_gain_prior(_simulate(rng, 30, 0.5, 3.0, skew=4.0), **grid).prior.candidate_skew == 0.0
 
 
-def _two_methods(rng, campaigns: int):
-    """Past campaigns with an SI candidate of mean effect -0.3 and an FT one of mean 1.5 (logits)."""
+METHODS = {"si": "SI", "ft": "FT", "dr": "DR"}
+METHOD_GRID = {"candidate_scales": [0.3, 0.5, 1.0], "candidate_dfs": [None]}
+
+
+def _two_methods(rng, campaigns: int, means=(("si", -0.3), ("ft", 1.5), ("dr", 0.3))):
+    """Past campaigns with an SI candidate of mean effect -0.3, an FT one of mean 1.5 and a DR
+    one of 0.3 (logits; or the `means` given)."""
     past = []
     for _ in range(campaigns):
         alpha = rng.normal(0.0, 1.0)
-        delta = {"si": rng.normal(-0.3, 0.4), "ft": rng.normal(1.5, 0.4), "dr": rng.normal(0.3, 0.4)}
+        delta = {name: rng.normal(m, 0.4) for name, m in means}
         past.append([PairedEval(name, int(rng.binomial(48, expit(alpha + d))), 48, int(rng.binomial(48, expit(alpha))), 48)
                      for name, d in delta.items()])
     return past
@@ -216,8 +221,7 @@ def _two_methods(rng, campaigns: int):
 
 def test_each_methods_mean_is_fitted_on_its_own_effects():
     past = _two_methods(np.random.default_rng(6), 20)
-    methods = {"si": "SI", "ft": "FT", "dr": "DR"}
-    grid = {"candidate_scales": [0.3, 0.5, 1.0], "candidate_dfs": [None]}
+    methods, grid = METHODS, METHOD_GRID
     fit = fit_gain_prior(past, methods=methods, method_locs=DEFAULT_METHOD_LOCS, **grid)
     locs = dict(fit.prior.method_locs)
     assert locs["FT"] == 1.5 and locs["SI"] in (-0.5, -0.25) and locs["DR"] in (0.25, 0.5)
@@ -252,7 +256,7 @@ def test_each_methods_mean_is_fitted_on_its_own_effects():
 
 def test_the_bases_method_means_hold_in_the_evidence_and_are_kept():
     past = _two_methods(np.random.default_rng(7), 12)
-    methods = {"si": "SI", "ft": "FT", "dr": "DR"}
+    methods = METHODS
     grid = {"candidate_scales": [0.5], "candidate_dfs": [None]}
     base = GainPrior(method_locs={"FT": 1.5, "DA": 0.7})  # DA: no past effects
     fit = fit_gain_prior(past, base=base, methods=methods, **grid)
@@ -285,7 +289,7 @@ def _one_method(past, name):
 
 def test_shrunk_method_means_match_the_integral_over_each_methods_mean():
     past = _two_methods(np.random.default_rng(8), 12)
-    methods = {"si": "SI", "ft": "FT", "dr": "DR"}
+    methods = METHODS
     grid = {"candidate_scales": [0.5], "candidate_dfs": [None]}
     spread, loc = 0.5, GainPrior().gain_loc
     fit = fit_gain_prior(past, methods=methods, method_spreads=[spread], **grid)
@@ -307,8 +311,7 @@ def test_shrunk_method_means_match_the_integral_over_each_methods_mean():
 
 def test_methods_that_differ_are_kept_apart_and_methods_that_do_not_share_one_mean():
     past = _two_methods(np.random.default_rng(6), 20)
-    methods = {"si": "SI", "ft": "FT", "dr": "DR"}
-    grid = {"candidate_scales": [0.3, 0.5, 1.0], "candidate_dfs": [None]}
+    methods, grid = METHODS, METHOD_GRID
     fit = fit_gain_prior(past, methods=methods, method_spreads=DEFAULT_METHOD_SPREADS, **grid)
     shrunk = dict(fit.prior.method_locs)
     alone = dict(fit_gain_prior(past, methods=methods, method_locs=np.arange(-1.0, 2.5, 0.05).round(2),
@@ -318,12 +321,7 @@ def test_methods_that_differ_are_kept_apart_and_methods_that_do_not_share_one_me
         assert min(alone[h], 0.3) <= m <= max(alone[h], 0.3)
     assert "shrunk to gain_loc" in fit.text()
     # one distribution for every method: the evidence chooses one mean, and the fit is the pooled one
-    rng = np.random.default_rng(9)
-    same = []
-    for _ in range(20):
-        alpha = rng.normal(0.0, 1.0)
-        same.append([PairedEval(name, int(rng.binomial(48, expit(alpha + rng.normal(0.3, 0.4)))), 48,
-                                int(rng.binomial(48, expit(alpha))), 48) for name in methods])
+    same = _two_methods(np.random.default_rng(9), 20, means=[(name, 0.3) for name in methods])
     pooled = fit_gain_prior(same, **grid)
     one = fit_gain_prior(same, methods=methods, method_spreads=DEFAULT_METHOD_SPREADS, **grid)
     assert one.method_spread == 0.0 and one.prior == pooled.prior and "one mean for all" in one.text()
