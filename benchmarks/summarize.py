@@ -584,19 +584,16 @@ WORLD_COLUMNS = (("net utility", "net_utility_mean", "{:.3f}"), ("final J", "fin
                  ("decisions (with the stop)", "rounds_mean", "{:.1f}"))
 
 
-def _paired_diffs(a: dict, b: dict, family: str, strategy: str) -> np.ndarray:
-    """a's net utility − b's on each world both tables ran."""
-    rows = [{(r["world"], r["strategy"]): r["net_utility"] for r in d["rows"] if r["family"] == family}
-            for d in (a, b)]
+def _paired_diffs(a: dict, b: dict, family: str, strategy: str, field: str = "net_utility") -> np.ndarray:
+    """a's `field` − b's on each world both tables ran."""
+    rows = [{(r["world"], r["strategy"]): r[field] for r in d["rows"] if r["family"] == family} for d in (a, b)]
     worlds = sorted(w for w, s in rows[0] if s == strategy and (w, s) in rows[1])
     return np.array([rows[0][w, strategy] - rows[1][w, strategy] for w in worlds])
 
 
-def _paired_rows(a: dict, b: dict, family: str, strategy: str) -> tuple[float, float, float, int]:
-    """Mean and 95% interval over the worlds both tables ran of (a's net utility − b's)."""
-    diff = _paired_diffs(a, b, family, strategy)
-    lo, hi = common.t_interval(diff)
-    return float(diff.mean()), lo, hi, len(diff)
+def _diff_cell(diff: np.ndarray) -> str:
+    """Paired differences as a table cell: "+0.012 [-0.003, +0.027] (200 worlds)"."""
+    return f"{_diff(float(diff.mean()), *common.t_interval(diff))} ({len(diff)} worlds)"
 
 
 def _stale(data: dict) -> list[str]:
@@ -618,9 +615,9 @@ def _worlds_location(data: dict, fitted: dict) -> list[str]:
         if family not in fitted["summary"]:
             continue
         loc = (fitted["settings"].get("team_priors") or {}).get(family, {}).get("gain_loc")
-        m, lo, hi, n = _paired_rows(fitted, data, family, "q_cvu")
         cells = [_diff_of(d["summary"][family].get("mv_greedy", {}).get("minus_q_cvu")) for d in (fitted, data)]
-        out.append(f"| {family} | {'' if loc is None else f'{loc:g}'} | {_diff(m, lo, hi)} ({n} worlds) | "
+        out.append(f"| {family} | {'' if loc is None else f'{loc:g}'} | "
+                   f"{_diff_cell(_paired_diffs(fitted, data, family, 'q_cvu'))} | "
                    + " | ".join(cells) + " |")
     return out + [""]
 
@@ -701,17 +698,12 @@ def _worlds_shrunk(shrunk: dict, first: dict, base: dict) -> list[str]:
     for family, summary in shrunk["summary"].items():
         locs = (shrunk["settings"].get("team_priors") or {}).get(family, {}).get("method_locs") or {}
         means = ", ".join(f"{h} {m:.2f}" for h, m in sorted(locs.items())) or "one mean (ω = 0)"
-        cells = []
         for key, table in (("own", first), ("pooled", base)):
-            d = _paired_diffs(shrunk, table, family, "q_cvu")
-            diffs[key].append((family, d))
-            cells.append(f"{_diff(float(d.mean()), *common.t_interval(d))} ({len(d)} worlds)")
+            diffs[key].append((family, _paired_diffs(shrunk, table, family, "q_cvu")))
+        cells = [_diff_cell(diffs[key][-1][1]) for key in ("own", "pooled")]
         out.append(f"| {family} | {means} | {summary['q_cvu']['net_utility_mean']:.3f} | " + " | ".join(cells) + " |")
     for label, keep in (("all families together", lambda f: True), ("all but robot together", lambda f: f != "robot")):
-        cells = []
-        for key in ("own", "pooled"):
-            d = np.concatenate([x for f, x in diffs[key] if keep(f)])
-            cells.append(f"{_diff(float(d.mean()), *common.t_interval(d))} ({len(d)} worlds)")
+        cells = [_diff_cell(np.concatenate([x for f, x in diffs[key] if keep(f)])) for key in ("own", "pooled")]
         out.append(f"| {label} | | | " + " | ".join(cells) + " |")
     return out + [""]
 
@@ -730,15 +722,10 @@ def _worlds_start(start: dict, first: dict) -> list[str]:
            "| family | q_cvu net utility | with − without the record, 95% | final J, with − without |", "|---|---|---|---|"]
     every = []
     for family, summary in start["summary"].items():
-        d = _paired_diffs(start, first, family, "q_cvu")
-        every.append(d)
-        rows = [{r["world"]: r["final_J"] for r in t["rows"] if r["family"] == family and r["strategy"] == "q_cvu"}
-                for t in (start, first)]
-        dj = np.mean([rows[0][w] - rows[1][w] for w in rows[0] if w in rows[1]])
-        out.append(f"| {family} | {summary['q_cvu']['net_utility_mean']:.3f} | "
-                   f"{_diff(float(d.mean()), *common.t_interval(d))} ({len(d)} worlds) | {dj:+.3f} |")
-    d = np.concatenate(every)
-    out.append(f"| all families together | | {_diff(float(d.mean()), *common.t_interval(d))} ({len(d)} worlds) | |")
+        every.append(_paired_diffs(start, first, family, "q_cvu"))
+        dj = _paired_diffs(start, first, family, "q_cvu", "final_J").mean()
+        out.append(f"| {family} | {summary['q_cvu']['net_utility_mean']:.3f} | {_diff_cell(every[-1])} | {dj:+.3f} |")
+    out.append(f"| all families together | | {_diff_cell(np.concatenate(every))} | |")
     return out + [""]
 
 
@@ -759,8 +746,7 @@ def _worlds_rivals(table: dict, intro: str, main: dict | None = None) -> list[st
         closed = "" if gap.get("gap_closed") is None else f"{gap['gap_closed']:.0%} (from {gap['best_rival']})"
         against = ""
         if main and family in main["summary"]:
-            m, lo, hi, n = _paired_rows(table, main, family, "q_cvu")
-            against = f" {_diff(m, lo, hi)} ({n} worlds) |"
+            against = f" {_diff_cell(_paired_diffs(table, main, family, 'q_cvu'))} |"
         out.append(f"| {family} | {q['net_utility_mean']:.3f} | {q['unsafe_mean']:.2f} | {', '.join(ahead) or 'none'} "
                    f"| {b0} | {closed} |" + against)
     return out + [""]

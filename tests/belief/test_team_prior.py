@@ -219,6 +219,11 @@ def _two_methods(rng, campaigns: int, means=(("si", -0.3), ("ft", 1.5), ("dr", 0
     return past
 
 
+def _one_method(past, name):
+    """The same campaigns with only `name`'s evaluations."""
+    return [[r for r in c if r.candidate == name] for c in past]
+
+
 def test_each_methods_mean_is_fitted_on_its_own_effects():
     past = _two_methods(np.random.default_rng(6), 20)
     methods, grid = METHODS, METHOD_GRID
@@ -228,7 +233,7 @@ def test_each_methods_mean_is_fitted_on_its_own_effects():
     assert "method means" in fit.text()
     # the evidence is the sum of each method's, each at its own mean (the same effects fitted apart)
     s = fit.prior.candidate_scale
-    parts = [fit_gain_prior([[r for r in c if r.candidate == name] for c in past], gain_locs=[locs[h]],
+    parts = [fit_gain_prior(_one_method(past, name), gain_locs=[locs[h]],
                             min_effects_for_loc=0, candidate_scales=[s], candidate_dfs=[None])
              for name, h in methods.items()]
     assert fit.log_evidence[(s, None)] == pytest.approx(sum(p.log_evidence[(s, None)] for p in parts), abs=1e-9)
@@ -261,7 +266,7 @@ def test_the_bases_method_means_hold_in_the_evidence_and_are_kept():
     base = GainPrior(method_locs={"FT": 1.5, "DA": 0.7})  # DA: no past effects
     fit = fit_gain_prior(past, base=base, methods=methods, **grid)
     assert dict(fit.prior.method_locs) == {"FT": 1.5, "DA": 0.7}
-    alone = [fit_gain_prior([[r for r in c if r.candidate == name] for c in past], min_effects_for_loc=0,
+    alone = [fit_gain_prior(_one_method(past, name), min_effects_for_loc=0,
                             gain_locs=[1.5 if name == "ft" else base.gain_loc], **grid) for name in methods]
     assert fit.log_evidence[(0.5, None)] == pytest.approx(sum(a.log_evidence[(0.5, None)] for a in alone), abs=1e-9)
     # a method fitted here replaces base's mean for it; the others are kept
@@ -282,9 +287,6 @@ def test_bad_method_arguments_are_refused_by_name(kwargs, field):
         fit_gain_prior([[PairedEval("a", 1, 2, 1, 2)]], **kwargs)
     assert err.value.field == field
 
-
-def _one_method(past, name):
-    return [[r for r in c if r.candidate == name] for c in past]
 
 
 def test_shrunk_method_means_match_the_integral_over_each_methods_mean():
