@@ -47,6 +47,11 @@ Parameterisation (η-scale = logit for `link="logit"`, the J scale for `link="id
   Old evidence is thus discounted (it cannot pin δ_m tighter than the drift allows), and the
   logit link supplies headroom: the same δ is worth less on the J scale near J = 1.
 * Gains: ΔJ_m = sigmoid(α_0 + δ_m) − sigmoid(α_0)   (identity link: δ_m).
+* Alternatives. When every candidate is trained from one policy (policy 0 here) and the
+  deployed policy is one of them, a (`GainData.deployed`), each candidate is worth what it
+  adds over a: ΔJ_m = sigmoid(α_0 + δ_m) − sigmoid(α_0 + δ_a), and `baseline` is J(a).
+  `prepare_gains(trained_from=...)` puts every treated arm on policy 0 and reads an arm of a
+  deployed candidate's policy as a treated arm of that candidate.
 * Likelihoods per cell: treated successes ~ Binomial(n_t, sigmoid(α_p + δ_mp)); control
   successes (all cells and deployment evaluations of p) ~ Binomial(n_c, sigmoid(α_p)); the
   mean paired return difference d̄ ~ StudentT(ν0 + n − 1, ΔJ_mp, sqrt((ν0·s0² + SS)/(n(ν0+n−1))))
@@ -230,9 +235,12 @@ class GainData(NamedTuple):
     parameterisation; None: every level non-centred). Method arrays [H]: method_offset, o_h of
     `GainPrior.method_locs` (None: 0). Group arrays [G]: group_method.
     Policy arrays [P] (index 0 = current): control_successes, control_episodes, age;
-    order_diff [P, H] = L_p − L_0. Cell arrays [Q] (one per candidate × policy):
-    cell_cand, cell_policy, treated_successes, treated_episodes, returns_n, returns_mean,
-    returns_ss. Padded entries have zero episodes and zero returns_n.
+    order_diff [P, H] = L_p − L_0. `deployed` (a scalar index, or None): when the candidates
+    are alternatives all trained from policy 0 and the deployed policy is candidate `deployed`,
+    the gains and `baseline` refer to that candidate's policy (see "Alternatives" above).
+    Cell arrays [Q] (one per candidate × policy): cell_cand, cell_policy, treated_successes,
+    treated_episodes, returns_n, returns_mean, returns_ss. Padded entries have zero episodes
+    and zero returns_n.
     """
 
     cand_group: Any
@@ -254,6 +262,7 @@ class GainData(NamedTuple):
     cand_est: Any = None
     cand_info: Any = None
     method_offset: Any = None
+    deployed: Any = None
 
 
 def _scale(name: str, value: float, fixed: bool):
@@ -341,7 +350,6 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
     # policies: control levels
     alpha = numpyro.sample("alpha", dist.Normal(pr.baseline_loc, pr.baseline_scale).expand([P]).to_event(1))
     j_pol = jax.nn.sigmoid(alpha) if logit else jnp.clip(jax.nn.sigmoid(alpha), _J_EPS, 1 - _J_EPS)
-    numpyro.deterministic("baseline", j_pol[0])
 
     # hierarchy of effects on the current policy (data-centred levels)
     # a level is only sampled when it is identifiable: methods when there are several,
@@ -407,7 +415,14 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
             return jax.nn.sigmoid(a + d) - jax.nn.sigmoid(a)
         return d
 
-    numpyro.deterministic("gain", gain_at(alpha[0], delta))
+    if data.deployed is None:
+        numpyro.deterministic("baseline", j_pol[0])
+        numpyro.deterministic("gain", gain_at(alpha[0], delta))
+    else:  # alternatives: the deployed policy is candidate `deployed` trained from policy 0
+        lift = gain_at(alpha[0], delta)
+        own = _take(lift, data.deployed, C)
+        numpyro.deterministic("baseline", j_pol[0] + own)
+        numpyro.deterministic("gain", lift - own)
 
     # evidence cells (candidate × policy)
     d_cell = _take(delta, data.cell_cand, C)

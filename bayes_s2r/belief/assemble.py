@@ -54,6 +54,7 @@ def inference_data(prep: PreparedGains, sites: dict, stats: dict | None, names: 
 def extra_of(prep: PreparedGains, sites: dict) -> dict:
     extra = {"current_policy": prep.current_policy, "policies": prep.policies,
              "directions": prep.directions, "notes": prep.notes, "prior": prep.spec.prior}
-    if float(prep.data.control_episodes[0]) > 0:  # the current policy's J was measured
+    # the current policy's J was measured (a deployed alternative's, by its own cell)
+    if float(prep.data.control_episodes[0]) > 0 or prep.data.deployed is not None:
         extra["baseline"] = float(np.mean(np.asarray(sites["baseline"])))
     return extra

@@ -51,7 +51,8 @@ class PreparedGains(NamedTuple):
         sens: dict of the sensitivity data's array fields, or None.
         names: adaptation candidate names, in the order of the model's `gain` site.
         directions: sensitivity directions, in the order of the `sensitivity` site.
-        policies: policy labels (index 0 = current), without padding.
+        policies: policy labels (index 0 = the policy the effects are on: the current one, or
+            `trained_from`), without padding.
         current_policy: the policy the gains refer to.
         observed: unpadded per-cell and per-policy statistics, for `observed_data`.
         notes: remarks about evidence that was not used.
@@ -182,38 +183,62 @@ class _Tally(NamedTuple):
     latest_policy: Any  # the policy of the latest round
 
 
-def _tally(records, index: Mapping[str, int], roles: Mapping[str, str], objective: str) -> _Tally:
+def _tally(records, index: Mapping[str, int], roles: Mapping[str, str], objective: str,
+           alternatives: tuple[Any, Mapping[Any, int]] | None = None) -> _Tally:
+    """Cells and control arms of the records. With `alternatives` = (start, {policy: candidate
+    index}) every candidate is trained from `start`: a treated arm is a cell on `start`
+    whatever the control was, and an arm of a deployed candidate's policy is a treated arm of
+    that candidate (records without a policy are on `start`)."""
     cells: dict[tuple[int, Any], _Cell] = {}
     control: dict[Any, list[int]] = {}
     last_round: dict[Any, int] = {}
     sens_records = []
     latest = (-1, None)
+    start, as_candidate = alternatives if alternatives is not None else (None, {})
+
+    def level(rec, policy, successes, episodes):
+        """An arm that ran `policy` itself: its control level, or its candidate's cell."""
+        if alternatives is not None and policy not in (None, start):
+            if policy not in as_candidate:
+                raise InputError(f"{rec.KIND}[id={rec.id}].policy", policy,
+                                 f"{start!r} (trained_from) or a policy that `lineage` reaches by one "
+                                 f"adaptation from it")
+            cell = cells.setdefault((as_candidate[policy], start), _Cell())
+            cell.successes += successes
+            cell.episodes += episodes
+            return
+        ctl = control.setdefault(start if alternatives is not None else policy, [0, 0])
+        ctl[0] += successes
+        ctl[1] += episodes
+
     for rec in records:
         if isinstance(rec, (PairedEval, PairedReturns)):
             if rec.objective != objective:
                 continue
-            cell = cells.setdefault((_check_candidate(rec, index, roles), rec.policy), _Cell())
+            on = rec.policy if alternatives is None else start
+            if isinstance(rec, PairedReturns) and alternatives is not None and rec.policy not in (None, start):
+                raise InputError(f"{rec.KIND}[id={rec.id}].policy", rec.policy,
+                                 f"{start!r}: paired returns against another alternative are not modelled "
+                                 f"(use paired success counts)")
+            cell = cells.setdefault((_check_candidate(rec, index, roles), on), _Cell())
             if isinstance(rec, PairedEval):
                 cell.successes += rec.successes_treated
                 cell.episodes += rec.episodes_treated
-                ctl = control.setdefault(rec.policy, [0, 0])
-                ctl[0] += rec.successes_control
-                ctl[1] += rec.episodes_control
+                level(rec, rec.policy, rec.successes_control, rec.episodes_control)
             else:
                 d = np.subtract(rec.returns_treated, rec.returns_control)
                 cell.returns_n += d.size
                 cell.returns_sum += float(d.sum())
                 cell.returns_sumsq += float(d @ d)
         elif isinstance(rec, DeploymentEval):
-            ctl = control.setdefault(rec.policy, [0, 0])
-            ctl[0] += rec.successes
-            ctl[1] += rec.episodes
+            level(rec, rec.policy, rec.successes, rec.episodes)
         elif isinstance(rec, SensitivityTrial):
             sens_records.append(rec)
             continue
         else:
             continue
-        last_round[rec.policy] = max(last_round.get(rec.policy, -1), rec.round)
+        on = rec.policy if alternatives is None else start
+        last_round[on] = max(last_round.get(on, -1), rec.round)
         if rec.round >= latest[0]:
             latest = (rec.round, rec.policy)
     return _Tally(cells, control, last_round, sens_records, latest[1])
@@ -235,6 +260,27 @@ def _policy_axis(tally: _Tally, current: Any) -> tuple[tuple, np.ndarray, np.nda
     for p, (s, n) in tally.control.items():
         ctl[:, pindex[p]] = s, n
     return policies, age, ctl
+
+
+def _alternative_policies(trained_from: Any, lineage, names: tuple[str, ...]) -> dict[Any, int]:
+    """{policy: index of the one adaptation that reaches it from `trained_from`} (`lineage`)."""
+    if not isinstance(trained_from, str):
+        raise InputError("trained_from", trained_from, "a policy label")
+    if lineage is None:
+        return {}
+    if not isinstance(lineage, Mapping):
+        raise InputError("lineage", lineage, "a mapping policy -> [the adaptation that reaches it]")
+    index = {n: i for i, n in enumerate(names)}
+    out = {}
+    for p, applied in lineage.items():
+        if p == trained_from:
+            continue
+        applied = [applied] if isinstance(applied, str) else applied
+        if not isinstance(applied, Iterable) or len(applied := list(applied)) != 1 or applied[0] not in index:
+            raise InputError(f"lineage[{p!r}]", applied, f"one adaptation candidate among {list(names)} (with "
+                             f"trained_from, each policy is one alternative trained from {trained_from!r})")
+        out[p] = index[applied[0]]
+    return out
 
 
 def _order_effects(lineage, policies: tuple, names: tuple[str, ...], method_of: Sequence[int],
@@ -275,7 +321,7 @@ def _sensitivity(sens_records: list, use_sensitivity: bool, notes: list) -> tupl
 
 
 def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: Any = None,
-                  lineage: Mapping[Any, Sequence[str]] | None = None,
+                  lineage: Mapping[Any, Sequence[str]] | None = None, trained_from: str | None = None,
                   prior: GainPrior | None = None, objective: str = "success",
                   use_sensitivity: bool = True) -> PreparedGains:
     """Validate evidence and candidates and reduce them to the gains model's arrays.
@@ -289,6 +335,13 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
         current_policy: policy the gains refer to; default: the policy of the latest round.
         lineage: policy -> names of the adaptations applied (in order) to reach it; gives the
             pooled order effects. Policies without an entry have an empty lineage.
+        trained_from: the policy every candidate is trained from, when the candidates are
+            alternatives (a lab keeps the best one: `AlternativesTransition`). A treated arm
+            then measures its candidate's J from this policy whatever the control was, every
+            other evaluated policy must be one adaptation from it (`lineage`: policy -> [name]),
+            and its arms measure that adaptation. The gains still refer to `current_policy`:
+            what each candidate adds over the deployed one. None: each candidate is trained from
+            the policy it is evaluated against.
         prior: `GainPrior` (default settings when None).
         objective: the objective whose evidence is used.
         use_sensitivity: include the sensitivity block when there is sensitivity evidence.
@@ -305,12 +358,19 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
     if not adapt:
         raise InputError("candidates", [c.name for c in cands], "at least one adaptation candidate")
     names = tuple(c.name for c in adapt)
-    tally = _tally(iter_records(evidence), {n: i for i, n in enumerate(names)}, roles, objective)
+    alternatives = None if trained_from is None else (trained_from, _alternative_policies(trained_from, lineage, names))
+    tally = _tally(iter_records(evidence), {n: i for i, n in enumerate(names)}, roles, objective, alternatives)
 
     if current_policy is not None and not isinstance(current_policy, str):
         raise InputError("current_policy", current_policy, "a policy label or None")
     current = tally.latest_policy if current_policy is None else current_policy
-    policies, age, ctl = _policy_axis(tally, current)
+    deployed = None
+    if alternatives is not None and current not in (None, trained_from):
+        if current not in alternatives[1]:
+            raise InputError("current_policy", current, f"{trained_from!r} (trained_from) or a policy that "
+                             f"`lineage` reaches by one adaptation from it")
+        deployed = alternatives[1][current]
+    policies, age, ctl = _policy_axis(tally, current if trained_from is None else trained_from)
     pindex = {p: i for i, p in enumerate(policies)}
 
     # methods, groups (method × lens) and dose (batch relative to the method's median)
@@ -324,7 +384,8 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
         ref[h] = statistics.median(batches) if batches else 1.0
     dose = np.array([1.0 if c.batch is None else c.batch / ref[c.method or NO_METHOD] for c in adapt])
     method_of = [hindex[c.method or NO_METHOD] for c in adapt]
-    order_diff = _order_effects(lineage, policies, names, method_of, len(method_names), len(age))
+    order_diff = _order_effects(lineage if trained_from is None else None, policies, names, method_of,
+                                len(method_names), len(age))
 
     # cells, padded to a bucket Q
     keys = sorted(tally.cells, key=lambda k: (k[0], pindex[k[1]]))
@@ -366,6 +427,7 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
         cand_info=jnp.asarray(info, jnp.float32),
         method_offset=jnp.asarray([dict(prior.method_locs).get(h, prior.gain_loc) - prior.gain_loc
                                    for h in method_names], jnp.float32),
+        deployed=None if deployed is None else jnp.int32(deployed),
     )
     spec = GainSpec(
         num_candidates=len(adapt), num_groups=len(groups), num_methods=len(method_names),

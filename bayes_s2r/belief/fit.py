@@ -118,7 +118,7 @@ def _nuts_compiled(spec, shapes: tuple, num_warmup: int, num_samples: int, num_c
 
 def fit_gains(evidence, candidates: Sequence[Candidate], method: str | None = None, seed: int = 0, *,
               config: FitConfig | None = None, current_policy: Any = None, lineage=None,
-              objective: str = "success", **options: Any) -> GainBelief:
+              trained_from: str | None = None, objective: str = "success", **options: Any) -> GainBelief:
     """Fit the gains model to the evidence and return the posterior over ΔJ(m | π_t).
 
     Args:
@@ -133,6 +133,10 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str | None = No
             prior and whether to use sensitivity evidence.
         current_policy: the policy the gains refer to; default: the policy of the latest round.
         lineage: policy -> adaptations applied (in order) to reach it; enables order effects.
+        trained_from: the policy every candidate is trained from when they are alternatives
+            (a lab keeps the best one measured; `AlternativesTransition`): each treated arm
+            measures its candidate from there, and a deployed policy is the one adaptation
+            `lineage` names for it. The gains are what each adds over `current_policy`.
         objective: the objective whose evidence is used.
         **options: `FitConfig` fields (`inference=SVI(steps=3000)`, `prior=...`,
             `use_sensitivity=...`), which replace the config's; or flat sampler settings of the
@@ -171,7 +175,8 @@ def fit_gains(evidence, candidates: Sequence[Candidate], method: str | None = No
                          f"an objective of the evidence {sorted(present)} or of the candidates "
                          f"{sorted(known)}")
     prep = prepare_gains(evidence, candidates, current_policy=current_policy, lineage=lineage,
-                         prior=cfg.prior, objective=objective, use_sensitivity=cfg.use_sensitivity)
+                         trained_from=trained_from, prior=cfg.prior, objective=objective,
+                         use_sensitivity=cfg.use_sensitivity)
     if isinstance(cfg.inference, SVI):
         from bayes_s2r.belief.svi import fit_svi
 
@@ -194,6 +199,8 @@ def _fit_nuts(prep: PreparedGains, nuts: NUTS, seed: int) -> GainBelief:
     sites, stats = jax.device_get(run(keys))
     names, draws = assemble(prep, sites, num_chains)
     checked = np.concatenate([draws, np.asarray(sites["baseline"], np.float64)[..., None]], axis=-1)
+    if prep.data.deployed is not None:  # the deployed alternative adds 0 over itself: nothing to diagnose
+        checked = np.delete(checked, int(prep.data.deployed), axis=-1)
     total = num_chains * num_samples
     diag = diagnose_draws(checked, int(np.sum(stats["diverging"])),
                           ess_min_required=min(DIAGNOSTIC_THRESHOLDS["ess_min"], total / 4))

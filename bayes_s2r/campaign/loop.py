@@ -18,6 +18,7 @@ import jax
 from bayes_s2r.campaign.config import CampaignConfig
 from bayes_s2r.campaign.executor import Execution, Executor
 from bayes_s2r.campaign.state import META_KEYS, CampaignState, init_campaign, load_state
+from bayes_s2r.decision.transition import AlternativesTransition
 from bayes_s2r.errors import InputError
 from bayes_s2r.evidence.io import candidate_to_mapping
 from bayes_s2r.evidence.ledger import Ledger
@@ -171,13 +172,24 @@ def fit_round_belief(evidence, state: CampaignState, seed: int):
 
     cfg = state.config
     evidence = list(evidence)
-    level = adoption_level(evidence, state)
+    policies = {"current_policy": state.policy}
+    if isinstance(cfg.transition, AlternativesTransition):
+        # each candidate is trained from the start policy: an adopted policy is its candidate
+        # (whose treated arm already measures its level)
+        adoptions = state.adoptions or {}
+        start = state.policy
+        while start in adoptions:
+            start = adoptions[start]["parent"]
+        policies.update(trained_from=start, lineage={p: [o["candidate"]] for p, o in adoptions.items()})
+        level = None
+    else:
+        level = adoption_level(evidence, state)
     records = evidence + ([level] if level is not None else [])
 
     def fit(settings, seed):
         # the FitConfig's fields as keywords: a new field reaches fit_gains with no change here
         fields = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
-        return fit_gains(records, state.candidates, seed=seed, current_policy=state.policy, **fields)
+        return fit_gains(records, state.candidates, seed=seed, **policies, **fields)
 
     belief = fit(cfg.fit, seed)
     if isinstance(cfg.fit.inference, SVI) and not belief.diagnostics.get("ok", False):

@@ -145,6 +145,27 @@ def test_an_adopted_policy_is_fitted_at_its_measured_level(finished):
     assert belief.extra["baseline"] > 0.8
 
 
+def test_a_campaign_of_alternatives_prices_each_over_the_deployed_one(finished):
+    """Under transition_rule="alternatives" every candidate is trained from the start policy:
+    after one is deployed, the others are worth what they add over it."""
+    _, state, _ = finished
+    cands = tuple(bs.Candidate(n, "adaptation", "data", method="DR", outcome=bs.BinomialPairedOutcome(400))
+                  for n in ("dr_1", "dr_2"))
+    ev = [bs.PairedEval("dr_1", 300, 400, 160, 400, round=0, policy="pi0"),
+          bs.PairedEval("dr_2", 170, 400, 290, 400, round=1, policy="pi1")]
+    deployed = state._replace(policy="pi1", candidates=cands, adoptions={
+        "pi1": {"parent": "pi0", "candidate": "dr_1", "round": 0}})
+    alternatives = deployed._replace(config=synthetic_config(transition_rule="alternatives", fit_options=FAST_FIT))
+    stacked, _ = bs.campaign.loop.fit_round_belief(ev, deployed, seed=0)
+    belief, _ = bs.campaign.loop.fit_round_belief(ev, alternatives, seed=0)
+    assert belief.extra["current_policy"] == "pi1"
+    assert belief.extra["baseline"] > 0.7 and abs(belief.mean()["dr_1"]) < 1e-6
+    # dr_2 from the start measured 170/400 against dr_1's 590/800: about −0.31 over dr_1
+    assert -0.36 < belief.mean()["dr_2"] < -0.26
+    # the headroom reading puts dr_2's gain on dr_1's policy, a difference of arms it never ran
+    assert stacked.mean()["dr_2"] > belief.mean()["dr_2"] + 0.01
+
+
 def test_a_two_step_look_ahead_runs_while_two_more_rounds_remain(tmp_path, monkeypatch):
     from bayes_s2r import decision
 
