@@ -262,6 +262,19 @@ def _policy_axis(tally: _Tally, current: Any) -> tuple[tuple, np.ndarray, np.nda
     return policies, age, ctl
 
 
+def alternatives_fit(policy: Any, adoptions: Mapping[Any, Mapping[str, Any]] | None) -> dict[str, Any]:
+    """`fit_gains` keywords for candidates that are alternatives, from how each deployed policy
+    came about ({policy: {"parent": ..., "candidate": ...}}, a campaign's adoptions): the
+    current policy, the start they are all trained from (the root of `policy`'s parents) and
+    each adopted policy's one adaptation."""
+    adoptions = dict(adoptions or {})
+    start = policy
+    while start in adoptions:
+        start = adoptions[start]["parent"]
+    return {"current_policy": policy, "trained_from": start,
+            "lineage": {p: [o["candidate"]] for p, o in adoptions.items()}}
+
+
 def _alternative_policies(trained_from: Any, lineage, names: tuple[str, ...]) -> dict[Any, int]:
     """{policy: index of the one adaptation that reaches it from `trained_from`} (`lineage`)."""
     if not isinstance(trained_from, str):

@@ -168,22 +168,17 @@ def adoption_level(evidence, state: CampaignState) -> DeploymentEval | None:
 def fit_round_belief(evidence, state: CampaignState, seed: int):
     """The gain belief and execution-risk belief of round t, fitted on all evidence so far."""
     from bayes_s2r.belief import fit_exec_risk, fit_gains
+    from bayes_s2r.belief.data import alternatives_fit
     from bayes_s2r.belief.inference import SVI
 
     cfg = state.config
     evidence = list(evidence)
-    policies = {"current_policy": state.policy}
     if isinstance(cfg.transition, AlternativesTransition):
         # each candidate is trained from the start policy: an adopted policy is its candidate
         # (whose treated arm already measures its level)
-        adoptions = state.adoptions or {}
-        start = state.policy
-        while start in adoptions:
-            start = adoptions[start]["parent"]
-        policies.update(trained_from=start, lineage={p: [o["candidate"]] for p, o in adoptions.items()})
-        level = None
+        policies, level = alternatives_fit(state.policy, state.adoptions), None
     else:
-        level = adoption_level(evidence, state)
+        policies, level = {"current_policy": state.policy}, adoption_level(evidence, state)
     records = evidence + ([level] if level is not None else [])
 
     def fit(settings, seed):

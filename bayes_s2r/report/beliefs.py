@@ -81,12 +81,18 @@ def _fit_gains():
 
 
 def _fit_settings(data: ReportData, fit_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The campaign's own fit settings (method, seed), overridden by `fit_kwargs`."""
+    """The campaign's own fit settings (method, seed; for candidates that are alternatives, the
+    policy they are trained from), overridden by `fit_kwargs`."""
+    from bayes_s2r.belief.data import alternatives_fit
+
+    camp = data.campaign
     out: dict[str, Any] = {}
-    if isinstance(data.campaign.get("fit_method"), str):
-        out["method"] = data.campaign["fit_method"]
-    if isinstance(data.campaign.get("seed"), int):
-        out["seed"] = data.campaign["seed"]
+    if isinstance(camp.get("fit_method"), str):
+        out["method"] = camp["fit_method"]
+    if isinstance(camp.get("seed"), int):
+        out["seed"] = camp["seed"]
+    if camp.get("transition_rule") == "alternatives" and isinstance(camp.get("policy"), str):
+        out.update(alternatives_fit(camp["policy"], camp.get("adoptions")))
     return {**out, **dict(fit_kwargs or {})}
 
 

@@ -129,12 +129,13 @@ def normalize_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
         method = fit.get("inference", {}).get("method") if isinstance(fit.get("inference"), Mapping) else None
         cfg = {**nested, **({"fit_method": method} if method else {}), **cfg}
         for k in ("seed", "weights", "alpha_exec", "alpha_deploy", "delta", "beta", "fit_method",
-                  "max_rounds", "utility"):
+                  "max_rounds", "utility", "transition_rule"):
             if k in cfg:
                 camp.setdefault(k, cfg[k])
         if "budget" in cfg:
             camp.setdefault("start_budget", cfg["budget"])
-    for flat, key in (("campaign.world", "world"), ("campaign.candidates", "candidates")):
+    for flat, key in (("campaign.world", "world"), ("campaign.candidates", "candidates"),
+                      ("campaign.policy", "policy"), ("campaign.adoptions", "adoptions")):
         if flat in meta:
             camp.setdefault(key, meta[flat])
     world = camp.get("world")

@@ -159,6 +159,20 @@ def test_the_report_reads_the_stored_form():
         0.1, 0.5, "nuts", 7, "adopt")
 
 
+def test_the_report_refits_alternatives_as_the_campaign_does():
+    from bayes_s2r.report.beliefs import _fit_settings
+    from bayes_s2r.report.data import ReportData, normalize_meta
+
+    adoptions = {"pi1": {"parent": "pi0", "candidate": "dr_wide", "round": 0},
+                 "pi3": {"parent": "pi1", "candidate": "si_once", "round": 2}}
+    meta = {"campaign.policy": "pi3", "campaign.adoptions": adoptions}
+    for rule, expected in (("headroom", {}), ("alternatives", {
+            "current_policy": "pi3", "trained_from": "pi0", "lineage": {"pi1": ["dr_wide"], "pi3": ["si_once"]}})):
+        cfg = json.loads(json.dumps(synthetic_config(transition_rule=rule, seed=7).to_dict()))
+        data = ReportData(records=(), meta=normalize_meta({**meta, "campaign.config": cfg}), decisions=())
+        assert _fit_settings(data, None) == {"method": "svi", "seed": 7, **expected}
+
+
 def test_each_round_decides_with_the_campaigns_decide_config(tmp_path, monkeypatch):
     """A decide option the campaign code never names reaches `decide`, with the round's own
     seed, last-round flag and rounds left."""
