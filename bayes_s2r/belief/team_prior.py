@@ -78,7 +78,7 @@ it (0 is one mean for all) and each method gets its posterior mean. Unlike the m
 `method_locs`, which always beats one mean, the integrated evidence pays for each mean it
 frees: it chose ω = 0 in two of the six families and 0.25 in the others. The rule's net
 utility under it (`worlds_history_shrunk.json`, 200 worlds per family, paired) was +0.007
-[−0.002, +0.016] above the methods' own means over the five families where they cost, and
+[−0.003, +0.016] above the methods' own means over the five families where they cost, and
 −0.042 [−0.070, −0.015] below them where fine-tuning is usually the fix (robot: FT 0.37
 against DR −0.03, where the own means were 0.5 and −0.25). Neither dominates, so it is used
 only when asked.
