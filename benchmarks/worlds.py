@@ -43,6 +43,7 @@ from bayes_s2r.belief.team_prior import (
     DEFAULT_LOCS,
     DEFAULT_METHOD_LOCS,
     DEFAULT_METHOD_SPREADS,
+    DEFAULT_SHARED_SCALES,
     DEFAULT_SKEWS,
 )
 from bayes_s2r.campaign.executor import Execution
@@ -231,19 +232,22 @@ def history(family: Family, campaigns: int = 12) -> list[list[PairedEval]]:
 
 def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool = False,
                skew: bool = False, method_means: bool = False, method_contrasts: bool = False,
-               method_shrinkage: bool = False) -> dict:
+               method_shrinkage: bool = False, shared_levels: bool = False) -> dict:
     """The gain prior a team with `history(family)` behind it brings (`bs.fit_gain_prior`);
     with `fit_location` the effects' prior mean is fitted too (over its `DEFAULT_LOCS`), with
     `scale_hierarchy` the upper levels are sized with the candidate level, with `skew` the
     candidate level's skew is searched (over `DEFAULT_SKEWS`), with `method_means` each
     method's mean (over `DEFAULT_METHOD_LOCS`; the candidates keep their names and methods
-    from world to world of a family), with `method_contrasts` only how the methods differ."""
+    from world to world of a family), with `method_contrasts` only how the methods differ, with
+    `method_shrinkage` each method's mean shrunk toward one by the evidence, with
+    `shared_levels` the levels a campaign's candidates share sized by the evidence."""
     methods = {c.name: c.method for c in draw_world(family, HISTORY_SEED).candidates if c.role == "adaptation"}
     fit = bs.fit_gain_prior(history(family), gain_locs=DEFAULT_LOCS if fit_location else None,
                             scale_hierarchy=scale_hierarchy, candidate_skews=DEFAULT_SKEWS if skew else (0.0,),
                             methods=methods, method_locs=DEFAULT_METHOD_LOCS if method_means or method_contrasts else None,
                             method_contrasts=method_contrasts,
-                            method_spreads=DEFAULT_METHOD_SPREADS if method_shrinkage else None)
+                            method_spreads=DEFAULT_METHOD_SPREADS if method_shrinkage else None,
+                            shared_scales=DEFAULT_SHARED_SCALES if shared_levels else None)
     out = {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df}
     if fit_location:
         out["gain_loc"] = fit.prior.gain_loc
@@ -251,7 +255,7 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
         out["candidate_skew"] = fit.prior.candidate_skew
     if method_means or method_contrasts or method_shrinkage:
         out["method_locs"] = dict(fit.prior.method_locs)
-    if scale_hierarchy:
+    if scale_hierarchy or shared_levels:
         out.update(gain_scale=fit.prior.gain_scale, method_scale=fit.prior.method_scale,
                    group_scale=fit.prior.group_scale)
     return out

@@ -90,7 +90,8 @@ class GainPrior:
 
     Attributes:
         link: "logit" (default) or "identity" (additive on the J scale; useful for checks).
-        gain_loc, gain_scale: prior of μ_A, the mean effect at the reference batch.
+        gain_loc, gain_scale: prior of μ_A, the mean effect at the reference batch (shared by
+            the candidates of one fit; gain_scale 0 holds it at gain_loc).
         method_locs: the prior mean effect of some methods' candidates instead of `gain_loc`,
             as {method: logits} (stored as sorted (method, logits) pairs): a team that knows
             that on its robot fine-tuning is usually what works says so here
@@ -154,10 +155,9 @@ class GainPrior:
             raise InputError("prior.fixed_scales", self.fixed_scales, "True or False")
         for name in ("gain_loc", "baseline_loc", "kappa_loc", "efficacy_loc"):
             object.__setattr__(self, name, require_finite(f"prior.{name}", getattr(self, name)))
-        for name in ("gain_scale", "baseline_scale", "kappa_scale", "efficacy_scale",
-                     "returns_prior_df", "returns_prior_sd"):
+        for name in ("baseline_scale", "kappa_scale", "efficacy_scale", "returns_prior_df", "returns_prior_sd"):
             object.__setattr__(self, name, _positive(name, getattr(self, name)))
-        for name in ("method_scale", "group_scale", "candidate_scale", "drift_scale", "order_scale"):
+        for name in ("gain_scale", "method_scale", "group_scale", "candidate_scale", "drift_scale", "order_scale"):
             object.__setattr__(self, name, _positive(name, getattr(self, name), allow_zero=True))
         if self.returns_noise_sd is not None:
             object.__setattr__(self, "returns_noise_sd", _positive("returns_noise_sd", self.returns_noise_sd))

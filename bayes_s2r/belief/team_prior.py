@@ -121,6 +121,12 @@ DEFAULT_METHOD_LOCS = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0)
 #: Spreads of the methods' means around `gain_loc` to search (`method_spreads=DEFAULT_METHOD_SPREADS`;
 #: logits): 0 is one mean for all, 2 lets a method that is usually the fix sit well apart.
 DEFAULT_METHOD_SPREADS = (0.0, 0.125, 0.25, 0.375, 0.5, 0.75, 1.0, 1.5, 2.0)
+#: Sizes of the levels one campaign's candidates share to search (`shared_scales=DEFAULT_SHARED_SCALES`):
+#: multipliers of base's `gain_scale`, `method_scale` and `group_scale`. 0 makes the candidates of a
+#: campaign independent given the prior; 1 is the library's hierarchy.
+DEFAULT_SHARED_SCALES = (0.0, 0.125, 0.25, 0.5, 1.0)
+#: Equal-probability nodes of each shared level's normal offset in the campaign evidence.
+_SHARED_NODES = 32
 #: Each method's mean is integrated within this many logits of `gain_loc`, on a grid of this
 #: step, spline-interpolated between its points (the evidence is smooth in the mean).
 _METHOD_MEAN_RANGE, _METHOD_MEAN_STEP, _METHOD_MEAN_NODES = 4.0, 0.25, 64
@@ -143,6 +149,8 @@ class GainPriorFit:
             entries in the grid.
         method_spread: with `method_spreads`, the spread of the methods' means chosen (0: one
             mean for all); None otherwise.
+        shared_scale: with `shared_scales`, the multiplier of the shared levels chosen (0: the
+            candidates of a campaign independent given the prior); None otherwise.
     """
 
     prior: GainPrior
@@ -150,6 +158,7 @@ class GainPriorFit:
     effects: int
     best_minus_normal: float
     method_spread: float | None = None
+    shared_scale: float | None = None
 
     @property
     def at_grid_edge(self) -> bool:
@@ -167,6 +176,8 @@ class GainPriorFit:
             df += f", method means{shrunk} " + ", ".join(f"{h} {m:.3g}" for h, m in self.prior.method_locs)
         elif self.method_spread == 0.0:
             df += ", one mean for all methods (spread 0 chosen)"
+        if self.shared_scale is not None:
+            df += f", shared levels x{self.shared_scale:g}"
         edge = " (at the edge of the scales searched)" if self.at_grid_edge else ""
         return (f"team gain prior from {self.effects} past effects: candidate_scale="
                 f"{self.prior.candidate_scale:g}{edge}, candidate level {df}, gain_loc="
@@ -174,12 +185,12 @@ class GainPriorFit:
                 f"the best normal level {self.best_minus_normal:+.2f}")
 
 
-def _effects(histories) -> tuple[np.ndarray, list[str]]:
+def _effects(histories) -> tuple[np.ndarray, list[str], np.ndarray]:
     """[E, 4] counts (s_t, n_t, s_c, n_c), one row per (campaign, candidate, policy), summed,
-    and each row's candidate."""
+    each row's candidate and [E] its campaign."""
     if isinstance(histories, (str, bytes)) or not isinstance(histories, Iterable):
         raise InputError("histories", histories, "an iterable of campaigns, each an iterable of records")
-    rows, names = [], []
+    rows, names, campaign_of = [], [], []
     for i, campaign in enumerate(histories):
         if callable(getattr(campaign, "records", None)):  # a Ledger
             campaign = campaign.records()
@@ -196,9 +207,10 @@ def _effects(histories) -> tuple[np.ndarray, list[str]]:
             c[3] += r.episodes_control
         rows += cells.values()
         names += [k[0] for k in cells]
+        campaign_of += [i] * len(cells)
     if not rows:
         raise InputError("histories", "no PairedEval records", "at least one past paired evaluation")
-    return np.asarray(rows, dtype=float), names
+    return np.asarray(rows, dtype=float), names, np.asarray(campaign_of)
 
 
 def _control_posterior(sc: np.ndarray, nc: np.ndarray, prior: GainPrior) -> tuple[np.ndarray, np.ndarray]:
@@ -359,7 +371,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                    methods: Mapping[str, str] | None = None,
                    method_locs: Sequence[float] | None = None,
                    method_contrasts: bool = False,
-                   method_spreads: Sequence[float] | None = None) -> GainPriorFit:
+                   method_spreads: Sequence[float] | None = None,
+                   shared_scales: Sequence[float] | None = None) -> GainPriorFit:
     """Choose the gains model's candidate level (and, when asked, the effects' prior mean) from
     past campaigns (type-II maximum likelihood).
 
@@ -399,6 +412,13 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
             one mean for all) by the marginal likelihood with each method's mean integrated out,
             and each method with past effects gets its posterior mean. Needs `methods`; with
             fewer than `min_effects_for_loc` effects ω is 0.
+        shared_scales: size the levels the candidates of one campaign share (μ_A, and with
+            `methods` the method level) by the evidence: base's `gain_scale`, `method_scale` and
+            `group_scale` are multiplied by the k among these (e.g. `DEFAULT_SHARED_SCALES`; 0:
+            the candidates of a campaign are independent given the prior) whose marginal
+            likelihood, with each past campaign's effects taken jointly, is largest, searched
+            together with the candidate scale once the rest of the prior is chosen (module
+            docstring). None (default): base's levels as they are.
 
     Returns:
         a `GainPriorFit`; pass `fit.prior` as `fit_gains(..., prior=fit.prior)` or
@@ -427,7 +447,16 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         raise InputError("method_contrasts", method_contrasts, "True or False")
     if method_contrasts and spreads is not None:
         raise InputError("method_contrasts", method_contrasts, "False with method_spreads (the spread sets the contrasts)")
-    counts, names = _effects(histories)
+    if shared_scales is not None:
+        shared = _finite_numbers(shared_scales)
+        if shared is None or any(k < 0 for k in shared):
+            raise InputError("shared_scales", shared_scales, "a non-empty sequence of numbers >= 0 or None")
+        if scale_hierarchy:
+            raise InputError("shared_scales", shared_scales, "None with scale_hierarchy (both size the upper levels)")
+        shared = tuple(float(k) for k in shared)
+    else:
+        shared = None
+    counts, names, campaign_of = _effects(histories)
     if len(counts) < min_effects_for_loc:
         locs = (base.gain_loc,)
         spreads = None if spreads is None else (0.0,)
@@ -486,13 +515,64 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
     out = {(s, d): v for (loc, k, s, d, w), v in by_key.items()
            if loc == loc_best and k == skew_best and w == spread_best}
     normals = [v for (loc, k, s, d, w), v in by_key.items() if loc == loc_best and w == spread_best and d is None]
-    prior = dataclasses.replace(_hierarchy_at(base, scale_best) if scale_hierarchy else base, gain_loc=loc_best,
+    method_locs_best = {**kept_locs, **by_method[best_key]}
+    base_up = base
+    if shared is not None:  # the shared levels' size, with the candidate scale, given the rest
+        mean_of = np.asarray([dict(method_locs_best).get((methods or {}).get(n), loc_best) for n in names])
+        method_of = [(methods or {}).get(n) for n in names]
+        grouped = isinstance(methods, Mapping) and len({m for m in method_of if m is not None}) > 1
+        groups = _campaign_groups(campaign_of, method_of if grouped else [None] * len(names))
+        evidence = {(float(sc), k): v for sc in scales for k, v in _shared_evidence(
+            grid_ll, base, float(sc), df_best, skew_best, mean_of, groups, shared, grouped).items()}
+        scale_best, shared_best = max(evidence, key=evidence.get)
+        base_up = dataclasses.replace(base, gain_scale=base.gain_scale * shared_best,
+                                      method_scale=base.method_scale * shared_best,
+                                      group_scale=base.group_scale * shared_best)
+    prior = dataclasses.replace(_hierarchy_at(base, scale_best) if scale_hierarchy else base_up, gain_loc=loc_best,
                                 candidate_scale=scale_best, candidate_df=df_best, candidate_skew=skew_best,
-                                method_locs={**kept_locs, **by_method[best_key]},
-                                fixed_scales=False)
+                                method_locs=method_locs_best, fixed_scales=False)
     return GainPriorFit(prior=prior, log_evidence=out, effects=len(counts),
                         best_minus_normal=out[scale_best, df_best] - max(normals) if normals else float("nan"),
-                        method_spread=spread_best)
+                        method_spread=spread_best, shared_scale=None if shared is None else shared_best)
+
+
+def _campaign_groups(campaign_of: np.ndarray, method_of: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """([E] each effect's (campaign, method) group, [G] each group's campaign)."""
+    keys = sorted({(int(c), str(m)) for c, m in zip(campaign_of, method_of, strict=True)})
+    index = {k: i for i, k in enumerate(keys)}
+    return (np.asarray([index[int(c), str(m)] for c, m in zip(campaign_of, method_of, strict=True)]),
+            np.asarray([c for c, _ in keys]))
+
+
+def _shared_evidence(grid_ll, base, scale, df, skew, mean_of, groups, shared, grouped: bool) -> dict:
+    """{k: Σ_c log ∫ N(a) Π_h ∫ N(b) Π_{e ∈ (c, h)} p(e | mean_e + a + b) db da} with
+    a ~ N(0, (k·gain_scale)²) shared by campaign c's effects and b ~ N(0, (k·method_scale)²) by
+    its effects of one method h (with `grouped` methods; the lens groups of past candidates are
+    not known, so the group level is not separated from the method level).
+
+    Each effect's evidence is computed on a grid of its prior mean (`_METHOD_MEAN_STEP`) and
+    spline-interpolated; a and b are integrated at equal-probability nodes."""
+    from scipy.interpolate import CubicSpline
+
+    group, campaign_of_group = groups
+    grid = np.arange(mean_of.min() - _METHOD_MEAN_RANGE, mean_of.max() + _METHOD_MEAN_RANGE + 1e-9, _METHOD_MEAN_STEP)
+    curve = CubicSpline(grid, _effect_evidence(grid_ll, base, scale, df, skew, grid).T)  # [M, E]: each effect's
+    rows = np.arange(len(mean_of))
+    z = special.ndtri(_mid(_SHARED_NODES))
+    out = {}
+    for k in shared:
+        a = k * base.gain_scale * z                                   # [J]
+        b = k * base.method_scale * z if grouped else np.zeros(1)     # [L]
+        shift = (a[:, None] + b[None, :]).ravel()                     # [J·L]
+        x = np.clip(mean_of[:, None] + shift[None, :], grid[0], grid[-1])
+        ll = curve(x)[rows, :, rows]                                  # [E, J·L]: effect e at its own points
+        per_group = np.zeros((len(campaign_of_group), shift.size))
+        np.add.at(per_group, group, ll)
+        inner = special.logsumexp(per_group.reshape(-1, a.size, b.size), axis=2) - math.log(b.size)  # [G, J]
+        per_campaign = np.zeros((campaign_of_group.max() + 1, a.size))
+        np.add.at(per_campaign, campaign_of_group, inner)
+        out[k] = float((special.logsumexp(per_campaign, axis=1) - math.log(a.size)).sum())
+    return out
 
 
 def _effect_evidence(grid_ll: np.ndarray, base: GainPrior, scale: float, df: float | None, skew: float,
