@@ -151,6 +151,9 @@ class GainPriorFit:
             mean for all); None otherwise.
         shared_scale: with `shared_scales`, the multiplier of the shared levels chosen (0: the
             candidates of a campaign independent given the prior); None otherwise.
+        shared_log_evidence: with `shared_scales`, {(candidate_scale, k): log marginal
+            likelihood} with each past campaign's effects taken jointly, at the chosen rest of
+            the prior; None otherwise.
     """
 
     prior: GainPrior
@@ -159,6 +162,7 @@ class GainPriorFit:
     best_minus_normal: float
     method_spread: float | None = None
     shared_scale: float | None = None
+    shared_log_evidence: Mapping[tuple[float, float], float] | None = None
 
     @property
     def at_grid_edge(self) -> bool:
@@ -516,7 +520,7 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
            if loc == loc_best and k == skew_best and w == spread_best}
     normals = [v for (loc, k, s, d, w), v in by_key.items() if loc == loc_best and w == spread_best and d is None]
     method_locs_best = {**kept_locs, **by_method[best_key]}
-    base_up = base
+    base_up, evidence = base, None
     if shared is not None:  # the shared levels' size, with the candidate scale, given the rest
         mean_of = np.asarray([dict(method_locs_best).get((methods or {}).get(n), loc_best) for n in names])
         method_of = [(methods or {}).get(n) for n in names]
@@ -533,7 +537,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                                 method_locs=method_locs_best, fixed_scales=False)
     return GainPriorFit(prior=prior, log_evidence=out, effects=len(counts),
                         best_minus_normal=out[scale_best, df_best] - max(normals) if normals else float("nan"),
-                        method_spread=spread_best, shared_scale=None if shared is None else shared_best)
+                        method_spread=spread_best, shared_scale=None if shared is None else shared_best,
+                        shared_log_evidence=evidence)
 
 
 def _campaign_groups(campaign_of: np.ndarray, method_of: Sequence) -> tuple[np.ndarray, np.ndarray]:

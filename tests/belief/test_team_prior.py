@@ -344,3 +344,75 @@ def test_bad_spreads_are_refused_by_name(kwargs, field):
     with pytest.raises(InputError) as err:
         fit_gain_prior([[PairedEval("a", 1, 2, 1, 2)]], **kwargs)
     assert err.value.field == field
+
+
+def _with_shared_offset(rng, campaigns: int, shared_sd: float, names=("a", "b", "c", "d")):
+    """Past campaigns whose candidates' effects share a campaign offset N(0, shared_sd²)."""
+    past = []
+    for _ in range(campaigns):
+        alpha, offset = rng.normal(0.0, 1.0), rng.normal(0.0, shared_sd)
+        past.append([PairedEval(n, int(rng.binomial(48, expit(alpha + 0.3 + offset + rng.normal(0, 0.4)))), 48,
+                                int(rng.binomial(48, expit(alpha))), 48) for n in names])
+    return past
+
+
+def _evidence_curve(effect, grid):
+    """One effect's log evidence at each prior mean of `grid` (scale 0.5, normal level)."""
+    return np.array([fit_gain_prior([[effect]], gain_locs=[m], min_effects_for_loc=0, candidate_scales=[0.5],
+                                    candidate_dfs=[None]).log_evidence[(0.5, None)] for m in grid])
+
+
+def _log_trapezoid(ll, x, sd):
+    """log ∫ exp(ll(x)) N(x; 0, sd²) dx on the grid x."""
+    w = np.exp(ll - ll.max()) * np.exp(-0.5 * (x / sd) ** 2) / (sd * np.sqrt(2 * np.pi))
+    return ll.max() + np.log(np.trapezoid(w, x))
+
+
+@pytest.mark.parametrize("with_methods", [False, True])
+def test_the_shared_levels_evidence_matches_nested_integrals(with_methods):
+    past = _two_methods(np.random.default_rng(11), 3)
+    base, k, loc = GainPrior(), 1.0, GainPrior().gain_loc
+    fit = fit_gain_prior(past, shared_scales=[k], candidate_scales=[0.5], candidate_dfs=[None],
+                         **({"methods": METHODS} if with_methods else {}))
+    # reference: each effect's evidence as a function of its mean (fits of it alone), integrated
+    # over the campaign offset a and, with methods, each method's offset b, by the trapezoid rule
+    sd_a, sd_b = k * base.gain_scale, k * base.method_scale
+    a = np.linspace(-5 * sd_a, 5 * sd_a, 121)
+    b = np.linspace(-5 * sd_b, 5 * sd_b, 121)
+    m = loc + np.linspace(-5.0, 5.0, 201)  # each effect's evidence on a dense grid of its mean
+    total = 0.0
+    for campaign in past:
+        curves = [_evidence_curve(e, m) for e in campaign]
+        if with_methods:  # each candidate is its own method here: b integrates per effect
+            inner = sum(np.array([_log_trapezoid(np.interp(loc + x + b, m, c), b, sd_b) for x in a]) for c in curves)
+        else:
+            inner = sum(np.interp(loc + a, m, c) for c in curves)
+        total += _log_trapezoid(inner, a, sd_a)
+    assert fit.shared_log_evidence[(0.5, k)] == pytest.approx(total, abs=0.02)
+
+
+def test_shared_levels_are_sized_by_how_much_a_campaigns_effects_move_together():
+    grid = {"candidate_scales": [0.25, 0.5, 1.0], "candidate_dfs": [None]}
+    together = fit_gain_prior(_with_shared_offset(np.random.default_rng(3), 30, 1.0), shared_scales=(0.0, 0.5, 1.0, 2.0),
+                              **grid)
+    apart = fit_gain_prior(_with_shared_offset(np.random.default_rng(4), 30, 0.0), shared_scales=(0.0, 0.5, 1.0, 2.0),
+                           **grid)
+    assert together.shared_scale >= 1.0 and apart.shared_scale <= 0.5
+    assert together.prior.gain_scale == pytest.approx(GainPrior().gain_scale * together.shared_scale)
+    assert "shared levels" in together.text()
+    # k = 0 is the independent evidence: the same prior as without shared levels, levels at 0
+    none = fit_gain_prior(_with_shared_offset(np.random.default_rng(4), 30, 0.0), shared_scales=[0.0], **grid)
+    plain = fit_gain_prior(_with_shared_offset(np.random.default_rng(4), 30, 0.0), **grid)
+    assert none.prior.candidate_scale == plain.prior.candidate_scale
+    assert (none.prior.gain_scale, none.prior.method_scale, none.prior.group_scale) == (0.0, 0.0, 0.0)
+    assert none.shared_log_evidence[(plain.prior.candidate_scale, 0.0)] == pytest.approx(
+        plain.log_evidence[(plain.prior.candidate_scale, None)], abs=0.01)
+
+
+@pytest.mark.parametrize("kwargs, field", [({"shared_scales": [-1.0]}, "shared_scales"),
+                                           ({"shared_scales": []}, "shared_scales"),
+                                           ({"shared_scales": [0.5], "scale_hierarchy": True}, "shared_scales")])
+def test_bad_shared_scales_are_refused_by_name(kwargs, field):
+    with pytest.raises(InputError) as err:
+        fit_gain_prior([[PairedEval("a", 1, 2, 1, 2)]], **kwargs)
+    assert err.value.field == field
