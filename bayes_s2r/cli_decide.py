@@ -499,6 +499,9 @@ def prior_command(
     shrink: Annotated[bool, typer.Option(
         "--shrink", help="Shrink each method's mean toward one mean by the evidence (fit_gain_prior's "
                          "method_spreads) instead of fitting it on its own; needs --candidates.")] = False,
+    shared: Annotated[bool, typer.Option(
+        "--shared", help="Size the levels one campaign's candidates share by the evidence (fit_gain_prior's "
+                         "shared_scales; 0 makes them independent given the prior).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Choose the gains prior's candidate level from past campaigns (`fit_gain_prior`)."""
@@ -508,6 +511,7 @@ def prior_command(
     from bayes_s2r.belief.team_prior import (
         DEFAULT_METHOD_LOCS,
         DEFAULT_METHOD_SPREADS,
+        DEFAULT_SHARED_SCALES,
         DEFAULT_SKEWS,
         MIN_EFFECTS_FOR_LOC,
     )
@@ -537,14 +541,16 @@ def prior_command(
             histories.append(ledger.records())
     fit = fit_gain_prior(histories, candidate_skews=DEFAULT_SKEWS if skew else (0.0,), methods=methods,
                          method_locs=DEFAULT_METHOD_LOCS if method_means and not shrink else None,
-                         method_spreads=DEFAULT_METHOD_SPREADS if shrink else None)
+                         method_spreads=DEFAULT_METHOD_SPREADS if shrink else None,
+                         shared_scales=DEFAULT_SHARED_SCALES if shared else None)
     fields = dataclasses.asdict(fit.prior)
     if out is not None:
         Path(out).write_text(json.dumps(fields, indent=1) + "\n")
     if as_json:
         typer.echo(json.dumps({"prior": fields, "effects": fit.effects, "at_grid_edge": fit.at_grid_edge,
                                "log_bayes_factor_vs_normal": fit.best_minus_normal,
-                               **({"method_spread": fit.method_spread} if shrink else {})}, indent=1))
+                               **({"method_spread": fit.method_spread} if shrink else {}),
+                               **({"shared_scale": fit.shared_scale} if shared else {})}, indent=1))
         return
     few = ""
     if method_means and not shrink and not fit.prior.method_locs:  # asked for, or the default, yet nothing to fit

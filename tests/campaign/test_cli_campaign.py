@@ -275,6 +275,14 @@ def test_prior_with_each_methods_mean_from_the_candidates_file(tmp_path):
     for args in (["--shrink"], ["--shrink", "--one-mean", "--candidates", str(toml)]):
         refused = CliRunner().invoke(app, ["prior", *past, *args])
         assert refused.exit_code != 0 and "--shrink" in refused.output
+    # the shared levels sized by the evidence: the multiplier chosen, and the levels scaled by it
+    shared = CliRunner().invoke(app, ["prior", *past, "--shared", "--candidates", str(toml), "--json"])
+    assert shared.exit_code == 0, shared.output
+    printed = json.loads(shared.stdout)
+    k = printed["shared_scale"]
+    from bayes_s2r import GainPrior
+
+    assert printed["prior"]["gain_scale"] == pytest.approx(GainPrior().gain_scale * k)
 
 
 @pytest.mark.parametrize("args, message", [
