@@ -56,6 +56,7 @@ TEAM_PRIORS = {
     "history-method-contrasts": {"method_contrasts": True},
     "history-shrunk": {"method_shrinkage": True},
     "history-shrunk-shared": {"method_shrinkage": True, "shared_levels": True},
+    "history-shared": {"method_means": True, "shared_levels": True},
 }
 
 DEFAULT_STRATEGIES = ("q_cvu", "q_cvu@g0", "q_beta0", "mv_greedy", "thompson", "pandora", "round_robin", "dr_only",
