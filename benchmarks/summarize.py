@@ -714,26 +714,34 @@ def _worlds_shrunk(shrunk: dict, first: dict, base: dict) -> list[str]:
     return out + [""]
 
 
-def _worlds_shared(shared: dict, shrunk: dict, first: dict) -> list[str]:
-    """The rule under the shrunk means with the shared levels sized by the evidence, against the
-    rule under the shrunk means alone and under each method's own mean, paired by world."""
-    out = [("The levels a campaign's candidates share sized by the evidence as well (`bs.fit_gain_prior(..., "
-            "method_spreads=DEFAULT_METHOD_SPREADS, shared_scales=DEFAULT_SHARED_SCALES)`: μ_A and the method level "
-            "multiplied by the k whose marginal likelihood, with each past campaign's effects taken jointly, is "
-            f"largest; `{COMMANDS['worlds_history_shrunk_shared']}`, {shared['settings']['worlds']} worlds per "
-            f"family, {_machine(shared)}). The rule alone ran under it, paired by world with the rule under the "
-            "shrunk means with the library's levels (above) and under each method's own mean (the first table)."),
-           "", *_stale(shared), *_merged_parts(shared["settings"]),
-           "| family | k chosen | q_cvu net utility | − shrunk means alone, 95% | − own means, 95% |", "|---|---|---|---|---|"]
-    diffs: dict[str, list] = {"shrunk": [], "own": []}
-    for family, summary in shared["summary"].items():
-        prior = (shared["settings"].get("team_priors") or {}).get(family) or {}
-        k = prior.get("gain_scale", float("nan")) / GainPrior().gain_scale  # the levels are multiples of the library's
-        for key, table in (("shrunk", shrunk), ("own", first)):
-            diffs[key].append(_paired_diffs(shared, table, family, "q_cvu"))
-        cells = " | ".join(_diff_cell(diffs[key][-1]) for key in ("shrunk", "own"))
-        out.append(f"| {family} | {k:g} | {summary['q_cvu']['net_utility_mean']:.3f} | {cells} |")
-    cells = " | ".join(_diff_cell(np.concatenate(diffs[key])) for key in ("shrunk", "own"))
+def _worlds_shared(own: dict, shrunk_shared: dict, shrunk: dict, first: dict) -> list[str]:
+    """The rule with the shared levels sized by the evidence, under each method's own mean (`own`)
+    and under the shrunk means (`shrunk_shared`), each paired by world with the rule under the same
+    means and the library's levels (the first table, `shrunk`)."""
+    out = [("The levels a campaign's candidates share sized by the evidence (`bs.fit_gain_prior(..., "
+            "shared_scales=DEFAULT_SHARED_SCALES)`: μ_A and the method level multiplied by the k whose marginal "
+            "likelihood, with each past campaign's effects taken jointly, is largest), with each method's own mean "
+            f"(`{COMMANDS['worlds_history_shared']}`) and with the shrunk means "
+            f"(`{COMMANDS['worlds_history_shrunk_shared']}`); {own['settings']['worlds']} worlds per family, "
+            f"{_machine(own)}. The rule alone ran under each, paired by world with the rule under the same means and "
+            "the library's levels (k = 1): the first table and the shrunk means above."),
+           "", *_stale(own), *_merged_parts(own["settings"]), *_stale(shrunk_shared),
+           *_merged_parts(shrunk_shared["settings"]),
+           ("| family | k chosen (own / shrunk means) | q_cvu, own means | own means: fitted k − k = 1, 95% | "
+            "shrunk means: fitted k − k = 1, 95% |"), "|---|---|---|---|---|"]
+    diffs: dict[str, list] = {"own": [], "shrunk": []}
+
+    def k_of(table, family):  # the levels are multiples of the library's
+        prior = (table["settings"].get("team_priors") or {}).get(family) or {}
+        return prior.get("gain_scale", float("nan")) / GainPrior().gain_scale
+
+    for family, summary in own["summary"].items():
+        diffs["own"].append(_paired_diffs(own, first, family, "q_cvu"))
+        diffs["shrunk"].append(_paired_diffs(shrunk_shared, shrunk, family, "q_cvu"))
+        cells = " | ".join(_diff_cell(diffs[key][-1]) for key in ("own", "shrunk"))
+        out.append(f"| {family} | {k_of(own, family):g} / {k_of(shrunk_shared, family):g} | "
+                   f"{summary['q_cvu']['net_utility_mean']:.3f} | {cells} |")
+    cells = " | ".join(_diff_cell(np.concatenate(diffs[key])) for key in ("own", "shrunk"))
     out.append(f"| all families together | | | {cells} |")
     return out + [""]
 
@@ -837,7 +845,7 @@ def _worlds_pilots(pilots: dict) -> list[str]:
 def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
            pilots: dict | None = None, hierarchy: dict | None = None, skew: dict | None = None,
            pooled: dict | None = None, pooled_pilots: dict | None = None, shrunk: dict | None = None,
-           start: dict | None = None, shared: dict | None = None) -> list[str]:
+           start: dict | None = None, shared: dict | None = None, shrunk_shared: dict | None = None) -> list[str]:
     """Random-world families: each strategy's net utility against the rule's, paired over worlds."""
     settings = data["settings"]
     first = _first_table(data, pilots)
@@ -852,7 +860,7 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
     out += _family_tables(data)
     return (out + (_worlds_pooled(pooled, base, first) if pooled else [])
             + (_worlds_shrunk(shrunk, first, base) if shrunk and pooled else [])
-            + (_worlds_shared(shared, shrunk, first) if shared and shrunk else [])
+            + (_worlds_shared(shared, shrunk_shared, shrunk, first) if shared and shrunk_shared and shrunk else [])
             + (_worlds_start(start, first) if start else [])
             + (_worlds_location(base, fitted) if fitted else [])
             + (_worlds_hierarchy(hierarchy, base) if hierarchy else [])
@@ -1108,7 +1116,7 @@ SECTIONS = [
     Section(("cli_decide",), cli_decide),
     Section(("worlds", "worlds_history_loc", "worlds_library_prior", "worlds_pilots", "worlds_history_hierarchy",
              "worlds_history_skew", "worlds_pooled", "worlds_pilots_pooled", "worlds_history_shrunk",
-             "worlds_start_record", "worlds_history_shrunk_shared"), worlds),
+             "worlds_start_record", "worlds_history_shared", "worlds_history_shrunk_shared"), worlds),
     Section(("dp_ceiling", "dp_ceiling_rule"), dp_ceiling),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),
