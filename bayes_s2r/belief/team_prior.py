@@ -84,8 +84,9 @@ against DR −0.03, where the own means were 0.5 and −0.25). Neither dominates
 only when asked.
 
 The levels one campaign's candidates share (μ_A, the method and group levels) say how much
-one measured candidate tells about its siblings: at the library's scales, after one DR
-candidate measured −0.11 every other candidate of the campaign fell from +0.04 to −0.06.
+one measured candidate tells about its siblings: with the library's levels, once one DR
+candidate had measured −0.11, every other candidate of that campaign was believed to lose
+0.06; with the levels at a tenth, to gain 0.06 (a pandora world's team prior, NUTS).
 `shared_scales` (e.g. `DEFAULT_SHARED_SCALES`) sizes them by the evidence, with each past
 campaign's effects taken jointly: a campaign offset and, with `methods`, a method offset
 within it, integrated at equal-probability nodes over each effect's evidence as a function
