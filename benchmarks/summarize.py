@@ -95,10 +95,10 @@ COMMANDS = {
     "worlds_history_shrunk": ("python benchmarks/bench_worlds.py --families all --worlds 200 --jobs 2 "
                               "--gain-prior history-shrunk --strategies q_cvu "
                               "--out benchmarks/results/worlds_history_shrunk.json"),
-    "worlds_history_shrunk_shared": ("python benchmarks/bench_worlds.py --families all --worlds 100 --jobs 2 "
+    "worlds_history_shrunk_shared": ("python benchmarks/bench_worlds.py --families all --worlds 200 --jobs 2 "
                                      "--gain-prior history-shrunk-shared --strategies q_cvu "
                                      "--out benchmarks/results/worlds_history_shrunk_shared.json"),
-    "worlds_history_shared": ("python benchmarks/bench_worlds.py --families all --worlds 100 --jobs 2 "
+    "worlds_history_shared": ("python benchmarks/bench_worlds.py --families all --worlds 200 --jobs 2 "
                               "--gain-prior history-shared --strategies q_cvu "
                               "--out benchmarks/results/worlds_history_shared.json"),
     "worlds_start_record": ("python benchmarks/bench_worlds.py --families all --worlds 200 --jobs 2 "

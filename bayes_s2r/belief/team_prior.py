@@ -93,11 +93,11 @@ within it, integrated at equal-probability nodes over each effect's evidence as 
 of its mean (a spline on the grid of the shrunk means). It is searched with the candidate
 scale once the rest of the prior is chosen. On the six random families the evidence chose
 k = 0 in five (their adaptations' lifts are drawn independently) and 0.25–0.5 where every
-world's start differs and the candidates are alternatives. Over 100 worlds per family
+world's start differs and the candidates are alternatives. Over 200 worlds per family
 (`worlds_history_shared.json`, `worlds_history_shrunk_shared.json`) the rule moved by
-−0.004 [−0.019, +0.010] with each method's own mean and +0.006 [−0.008, +0.021] with the
-shrunk means, from +0.018 [+0.009, +0.028] where gains are many and small to −0.032
-[−0.088, +0.024] where one rare fix decides. So the library's levels stay the default.
+−0.001 [−0.011, +0.009] with each method's own mean and +0.005 [−0.006, +0.015] with the
+shrunk means, from +0.013 [+0.005, +0.020] where gains are many and small to −0.015
+[−0.049, +0.019] where one rare fix decides. So the library's levels stay the default.
 """
 
 from __future__ import annotations
