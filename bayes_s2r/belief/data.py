@@ -212,10 +212,10 @@ def _tally(records, index: Mapping[str, int], roles: Mapping[str, str], objectiv
         ctl[1] += episodes
 
     for rec in records:
+        on = getattr(rec, "policy", None) if alternatives is None else start  # the policy its effects are on
         if isinstance(rec, (PairedEval, PairedReturns)):
             if rec.objective != objective:
                 continue
-            on = rec.policy if alternatives is None else start
             if isinstance(rec, PairedReturns) and alternatives is not None and rec.policy not in (None, start):
                 raise InputError(f"{rec.KIND}[id={rec.id}].policy", rec.policy,
                                  f"{start!r}: paired returns against another alternative are not modelled "
@@ -237,7 +237,6 @@ def _tally(records, index: Mapping[str, int], roles: Mapping[str, str], objectiv
             continue
         else:
             continue
-        on = rec.policy if alternatives is None else start
         last_round[on] = max(last_round.get(on, -1), rec.round)
         if rec.round >= latest[0]:
             latest = (rec.round, rec.policy)

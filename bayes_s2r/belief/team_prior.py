@@ -565,6 +565,15 @@ def _campaign_groups(campaign_of: np.ndarray, method_of: Sequence) -> tuple[np.n
             np.asarray([c for c, _ in keys]))
 
 
+def _each_at(curve, x: np.ndarray) -> np.ndarray:
+    """[E, T] column e of the spline `curve` (values [M, E]) at x[e]: each effect's own curve
+    at its own points, without evaluating every curve at every effect's points."""
+    i = np.clip(np.searchsorted(curve.x, x, side="right") - 1, 0, curve.x.size - 2)
+    dx = x - curve.x[i]
+    c = curve.c[:, i, np.arange(x.shape[0])[:, None]]  # [4, E, T] the piece's coefficients
+    return ((c[0] * dx + c[1]) * dx + c[2]) * dx + c[3]
+
+
 def _shared_evidence(grid_ll, base, scale, df, skew, mean_of, groups, shared, grouped: bool) -> dict:
     """{k: Σ_c log ∫ N(a) Π_h ∫ N(b) Π_{e ∈ (c, h)} p(e | mean_e + a + b) db da} with
     a ~ N(0, (k·gain_scale)²) shared by campaign c's effects and b ~ N(0, (k·method_scale)²) by
@@ -578,7 +587,6 @@ def _shared_evidence(grid_ll, base, scale, df, skew, mean_of, groups, shared, gr
     group, campaign_of_group = groups
     grid = np.arange(mean_of.min() - _METHOD_MEAN_RANGE, mean_of.max() + _METHOD_MEAN_RANGE + 1e-9, _METHOD_MEAN_STEP)
     curve = CubicSpline(grid, _effect_evidence(grid_ll, base, scale, df, skew, grid).T)  # [M, E]: each effect's
-    rows = np.arange(len(mean_of))
     z = special.ndtri(_mid(_SHARED_NODES))
     out = {}
     for k in shared:
@@ -586,7 +594,7 @@ def _shared_evidence(grid_ll, base, scale, df, skew, mean_of, groups, shared, gr
         b = k * base.method_scale * z if grouped else np.zeros(1)     # [L]
         shift = (a[:, None] + b[None, :]).ravel()                     # [J·L]
         x = np.clip(mean_of[:, None] + shift[None, :], grid[0], grid[-1])
-        ll = curve(x)[rows, :, rows]                                  # [E, J·L]: effect e at its own points
+        ll = _each_at(curve, x)                                       # [E, J·L]: effect e at its own points
         per_group = np.zeros((len(campaign_of_group), shift.size))
         np.add.at(per_group, group, ll)
         inner = special.logsumexp(per_group.reshape(-1, a.size, b.size), axis=2) - math.log(b.size)  # [G, J]
