@@ -62,6 +62,37 @@ DEFAULT_METHOD = "svi"
 PriorOpt = Annotated[Path | None, typer.Option(
     "--prior", help="JSON file of GainPrior fields (as `bayes-s2r prior --out` writes; default: the "
                     "library's prior).", show_default=False)]
+TrainedFromOpt = Annotated[str | None, typer.Option(
+    "--trained-from", help="The candidates are alternatives, each trained from this policy, and the best one "
+                           "measured is kept: each is valued by what it adds over the deployed one "
+                           "(default: each adds to the deployed policy).", show_default=False)]
+AdoptedOpt = Annotated[list[str] | None, typer.Option(
+    "--adopted", help="POLICY=CANDIDATE: a policy of the ledger that is that candidate's training (with "
+                      "--trained-from; once per adopted alternative).", show_default=False)]
+PolicyOpt = Annotated[str | None, typer.Option(
+    "--policy", help="The deployed policy the gains refer to (default: the policy of the latest round).",
+    show_default=False)]
+
+
+def _alternatives_options(trained_from: str | None, adopted: list[str] | None, policy: str | None) -> dict:
+    """`fit_gains` keywords of --trained-from, --adopted and --policy (checked before JAX loads)."""
+    out = {} if policy is None else {"current_policy": policy}
+    if trained_from is None:
+        if adopted:
+            raise InputError("--adopted", adopted[0], "--trained-from too (an adopted alternative is trained "
+                                                      "from that policy)")
+        return out
+    if not trained_from.strip():
+        raise InputError("--trained-from", trained_from, "a policy label")
+    lineage: dict[str, list[str]] = {}
+    for item in adopted or ():
+        pol, sep, cand = (x.strip() for x in item.partition("="))
+        if not sep or not pol or not cand:
+            raise InputError("--adopted", item, "POLICY=CANDIDATE")
+        if pol in lineage:
+            raise InputError("--adopted", item, f"each policy once ({pol} repeated)")
+        lineage[pol] = [cand]
+    return {**out, "trained_from": trained_from, "lineage": lineage}
 
 
 def _read_prior(path: Path | None):
@@ -138,7 +169,7 @@ RefitOpt = Annotated[bool, typer.Option(
                     "settings (by default that fit's draws are reused).")]
 
 
-def _fit_settings(method: str, seed: int, prior) -> dict:
+def _fit_settings(method: str, seed: int, prior, alternatives: dict | None = None) -> dict:
     """What besides the evidence and candidates decides a fit's draws (for the stored fit's key)."""
     import dataclasses
 
@@ -151,12 +182,14 @@ def _fit_settings(method: str, seed: int, prior) -> dict:
     # sequential chains) change the draws as surely as the seed does
     return {"method": method, "seed": seed, "prior": dataclasses.asdict(prior) if prior else None,
             "bayes_s2r": __version__, "jax": jax.__version__, "numpyro": numpyro.__version__,
-            "devices": jax.local_device_count()}
+            "devices": jax.local_device_count(), **(alternatives or {})}
 
 
 def _fit(records, candidates, method: str, seed: int, prior=None, *, ledger: Path | None = None,
-         refit: bool = False):
+         refit: bool = False, alternatives: dict | None = None):
     """The gains belief and the execution-risk bounds, and whether the gains were reused.
+
+    `alternatives`: the keywords of `_alternatives_options` for `fit_gains`.
 
     With `ledger`, a fit stored there from the same evidence, candidates and settings is
     reused (unless `refit`), and a new fit is stored for the next command.
@@ -174,13 +207,14 @@ def _fit(records, candidates, method: str, seed: int, prior=None, *, ledger: Pat
         from bayes_s2r.belief.stored import fit_key, from_json
         from bayes_s2r.evidence.ledger import Ledger
 
-        key = fit_key(records, candidates, _fit_settings(method, seed, prior))
+        key = fit_key(records, candidates, _fit_settings(method, seed, prior, alternatives))
         if not refit:
             with Ledger(ledger, create=False) as led:
                 belief = from_json(led.get_meta(FIT_META_KEY.format(method=method)), key)
     if belief is not None:
         return belief, risk, True
-    belief = fit_gains(records, candidates, method=method, seed=seed, **({"prior": prior} if prior else {}))
+    belief = fit_gains(records, candidates, method=method, seed=seed, **({"prior": prior} if prior else {}),
+                       **(alternatives or {}))
     if key is not None:
         _store_fit(ledger, method, belief, key)
     return belief, risk, False
@@ -214,15 +248,20 @@ def fit_command(
     candidates: CandidatesOpt,
     method: MethodOpt = DEFAULT_METHOD,
     prior: PriorOpt = None,
+    trained_from: TrainedFromOpt = None,
+    adopted: AdoptedOpt = None,
+    policy: PolicyOpt = None,
     seed: Annotated[int, typer.Option(help="Seed of the fit.")] = 0,
     refit: RefitOpt = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Fit the belief to a ledger: gains with intervals, diagnostics, execution-risk bounds."""
     _side_tables(candidates)  # a typo in the candidates file is named before JAX loads
+    alternatives = _alternatives_options(trained_from, adopted, policy)
     gain_prior = _read_prior(prior)
     records, cands = _open_evidence(ledger, candidates)
-    belief, risk, reused = _fit(records, cands, method, seed, gain_prior, ledger=ledger, refit=refit)
+    belief, risk, reused = _fit(records, cands, method, seed, gain_prior, ledger=ledger, refit=refit,
+                                alternatives=alternatives)
     summary = belief.summary()
     risk_table = risk.table(0.05)
     if as_json:
@@ -404,6 +443,9 @@ def decide_command(
         show_default=False)] = None,
     method: MethodOpt = DEFAULT_METHOD,
     prior: PriorOpt = None,
+    trained_from: TrainedFromOpt = None,
+    adopted: AdoptedOpt = None,
+    policy: PolicyOpt = None,
     alpha_exec: Annotated[float, typer.Option(help="Execution-risk level of the gate.")] = 0.05,
     delta: Annotated[float, typer.Option(help="One minus the confidence of the bounds.")] = 0.05,
     beta: Annotated[float, typer.Option(help="Weight of the look-ahead value CVU in Q.")] = 1.0,
@@ -431,23 +473,29 @@ def decide_command(
         w = ResourceWeights(**parse_resources(weights, "--weights", allowed=(*RESOURCES, "scarcity")))
     else:
         w = _weights_table(tables.get("weights", {}), f"{candidates}: weights")
+    alternatives = _alternatives_options(trained_from, adopted, policy)
     gain_prior = _read_prior(prior)
     records, cands = _open_evidence(ledger, candidates)
 
     from bayes_s2r.decision import decide
     from bayes_s2r.decision.problem import DEFAULT_J_SOURCE
+    from bayes_s2r.decision.transition import TRANSITIONS
     from bayes_s2r.report.columns import headers, legend, resources_text, rows_of
 
-    belief, risk, reused = _fit(records, cands, method, seed, gain_prior, ledger=ledger, refit=refit)
+    belief, risk, reused = _fit(records, cands, method, seed, gain_prior, ledger=ledger, refit=refit,
+                                alternatives=alternatives)
+    # alternatives: the look-ahead keeps the best one measured instead of stacking gains
+    rule = TRANSITIONS["alternatives"]() if "trained_from" in alternatives else None
     d = decide(belief, cands, b, w, risk=risk, alpha_exec=alpha_exec, delta=delta, beta=beta,
                cvu_samples=cvu_samples, seed=seed, utility=utility, allow_bad_belief=True,
-               lookahead_depth=lookahead_depth, devices=root_devices(ctx))
+               lookahead_depth=lookahead_depth, transition=rule, devices=root_devices(ctx))
     gate = _gate_hints(d, records, alpha_exec, delta)
     j_measured = d.j_source != DEFAULT_J_SOURCE
     rows = rows_of(d.table, d.p_best, gate)
     round_ = _decision_round(records) if record else None
     if record:
-        _record(ledger, d, round_, b, belief, {"alpha_exec": alpha_exec, "delta": delta, "beta": beta})
+        _record(ledger, d, round_, b, belief, {"alpha_exec": alpha_exec, "delta": delta, "beta": beta,
+                                               **alternatives})
     if as_json:
         typer.echo(json.dumps({
             "best": d.best, "stop_reason": d.stop_reason, "utility": d.utility_label,

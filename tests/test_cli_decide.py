@@ -167,6 +167,9 @@ def test_the_utility_choices_are_the_library_s():
     ["--candidates", "{bad_role}"],
     ["--candidates", EXAMPLE_TOML, "--budget", "real=8,gpu=1"],
     ["--candidates", EXAMPLE_TOML, "--utility", "maximum"],
+    ["--candidates", EXAMPLE_TOML, "--adopted", "pi1=dr_wide"],
+    ["--candidates", EXAMPLE_TOML, "--trained-from", "pi0", "--adopted", "pi1"],
+    ["--candidates", EXAMPLE_TOML, "--trained-from", "pi0", "--adopted", "pi1=dr_wide", "--adopted", "pi1=si_calibrate"],
 ])
 def test_a_typo_is_reported_before_jax_loads(tmp_path, args):
     bad = tmp_path / "bad.toml"
@@ -187,3 +190,49 @@ def test_the_command_line_fits_as_the_campaign_does_by_default():
     from bayes_s2r.cli_decide import DEFAULT_METHOD
 
     assert DEFAULT_METHOD == CAMPAIGN_FIT.method
+
+
+ALTERNATIVES_TOML = """
+[budget]
+real = 0.0
+compute = 20.0
+eng = 20.0
+
+""" + "".join(f"""
+[[candidate]]
+name = "{name}"
+role = "adaptation"
+lens = "{lens}"
+method = "{method}"
+cost = {{ compute = 2.0, eng = 1.0 }}
+outcome = {{ kind = "binomial_paired", episodes = 400 }}
+""" for name, lens, method in (("a", "data", "DR"), ("b", "data", "DR"), ("c", "representation", "DA")))
+
+
+def test_candidates_that_are_alternatives_are_valued_over_the_deployed_one(tmp_path):
+    """a measured +0.3 from p0 and deployed as p1; b then measured against p1. Told that every
+    candidate is trained from p0, the fit reads p1 as a: a adds nothing over itself, while read
+    as stacked gains a repeated on p1 would add about as much again."""
+    toml = tmp_path / "alternatives.toml"
+    toml.write_text(ALTERNATIVES_TOML)
+    path = tmp_path / "alternatives.sqlite"
+    with Ledger(path) as led:
+        led.add(PairedEval("a", 280, 400, 160, 400, round=0, policy="p0"))
+        led.add(PairedEval("b", 200, 400, 284, 400, round=1, policy="p1"))
+    base = ["--ledger", str(path), "--candidates", str(toml), "--policy", "p1", "--method", "svi"]
+    fit = CliRunner().invoke(app, ["fit", *base, "--json"])
+    assert fit.exit_code == 0, fit.output
+    stacked = {r["candidate"]: r for r in json.loads(fit.stdout)["gains"]}
+    alternatives = ["--trained-from", "p0", "--adopted", "p1=a"]
+    out = json.loads(_decide(*base, *alternatives, "--cvu-samples", "64", "--json"))
+    assert out["fit_reused"] is False  # the stacked fit stored by `fit` is another question
+    gains = {r["name"]: r["gain"] for r in out["table"]}
+    assert stacked["a"]["mean"] > 0.15
+    assert abs(gains["a"]) < 0.01 and gains["b"] == pytest.approx(-0.2, abs=0.05)
+    assert out["current_J"] == pytest.approx(0.7, abs=0.03)  # J of a's policy, not of p0
+    with Ledger(path, create=False) as led:
+        (rec,) = led.records("decision")
+    assert rec.payload()["extra"]["trained_from"] == "p0"
+    assert rec.payload()["extra"]["lineage"] == {"p1": ["a"]}
+    wrong = CliRunner().invoke(app, ["decide", *base, "--trained-from", "p0", "--adopted", "p1=zz"])
+    assert wrong.exit_code == 2 and "lineage['p1']" in wrong.stderr
