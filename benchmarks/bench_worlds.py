@@ -81,7 +81,7 @@ def run_world(task: tuple) -> list[dict]:
     from bayes_s2r.campaign.strategies import make_chooser
     from bayes_s2r.evidence.records import DecisionRecord, ExecutionOutcome
 
-    world = W.draw_world(W.FAMILIES[family], seed)
+    world = W.draw_world(W.ALL_FAMILIES[family], seed)
     rows = []
     for strategy in strategies:
         executor = W.WorldExecutor(world)
@@ -286,13 +286,13 @@ def main(argv=None) -> dict:
         return common.emit(merge(parts), args.out)
     families = list(W.FAMILIES) if args.families == "all" else args.families.split(",")
     for f in families:
-        if f not in W.FAMILIES:
-            p.error(f"--families: {f!r} is not one of {sorted(W.FAMILIES)}")
+        if f not in W.ALL_FAMILIES:
+            p.error(f"--families: {f!r} is not one of {sorted(W.ALL_FAMILIES)}")
     strategies = tuple(args.strategies.split(","))
     overrides = {} if args.continuation is None else {"continuation": args.continuation}
     if args.start_deployment_episodes:
         overrides["start_deployment_episodes"] = args.start_deployment_episodes
-    priors = {f: W.team_prior(W.FAMILIES[f], **TEAM_PRIORS[args.gain_prior]) if args.gain_prior != "library" else None
+    priors = {f: W.team_prior(W.ALL_FAMILIES[f], **TEAM_PRIORS[args.gain_prior]) if args.gain_prior != "library" else None
               for f in families}
     tasks = [(f, seed, strategies, args.rounds,
               {**overrides, **({"fit_options": {"prior": priors[f]}} if priors[f] else {})})

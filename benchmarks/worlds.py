@@ -23,6 +23,15 @@ Families (each a `Family`; `FAMILIES` below):
 |            | cheap pilot of every adaptation: read a few, then make the one try that counts  |
 | `pandora`  | alternatives from the start policy, near-exact evaluations: Weitzman's setting   |
 
+Held out (`HELD_OUT`; `--families all` leaves them out): drawn after the rule's defaults were
+set and never used to choose them, so they say how the rule does on a shape it was not
+tuned to.
+
+| family     | what it is like                                                                 |
+| ---------- | ------------------------------------------------------------------------------- |
+| `wide`     | 8 adaptations (three DR, two SI, two DA, one FT), 0–2 fixes of lift 0.3–0.8,    |
+|            | starts anywhere in J 0.1–0.7, pilots of the SI candidates; room for ~4 tries    |
+
 Every campaign starts with no execution evidence: robot-touching candidates are shut by
 the gate until a probe (or a simulation-based risk prior) opens it. A campaign declares how
 its candidates are trained (`CampaignConfig.transition_rule`): "alternatives" in the
@@ -118,6 +127,16 @@ FAMILIES = {
                       small_lift=(-0.1, 0.3), harmful=0.2, interaction=0.0, probes=False,
                       budget=(0.0, 8.0, 9.0), episodes=400, pandora=True),
 }
+
+
+#: Families kept out of every choice of the rule's defaults (see the module docstring).
+HELD_OUT = {
+    "wide": Family("wide", ("DR", "DR", "DR", "SI", "SI", "DA", "DA", "FT"), fixes=(0, 2), fix_lift=(0.3, 0.8),
+                   small_lift=(-0.05, 0.12), harmful=0.25, start_J=(0.1, 0.7), budget=(1.5, 10.0, 20.0),
+                   pilots=("SI",)),
+}
+#: Every family by name, the held-out ones included.
+ALL_FAMILIES = {**FAMILIES, **HELD_OUT}
 
 
 @dataclasses.dataclass(frozen=True)

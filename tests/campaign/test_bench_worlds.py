@@ -11,16 +11,17 @@ import worlds as W
 import bayes_s2r as bs
 
 
-@pytest.mark.parametrize("family", sorted(W.FAMILIES))
+@pytest.mark.parametrize("family", sorted(W.ALL_FAMILIES))
 def test_a_world_is_a_function_of_its_family_and_seed(family):
-    a, b = W.draw_world(W.FAMILIES[family], 3), W.draw_world(W.FAMILIES[family], 3)
+    a, b = W.draw_world(W.ALL_FAMILIES[family], 3), W.draw_world(W.ALL_FAMILIES[family], 3)
     assert a == b
-    assert a != W.draw_world(W.FAMILIES[family], 4)
+    assert a != W.draw_world(W.ALL_FAMILIES[family], 4)
     names = {c.name for c in a.candidates}
     assert set(a.lift) <= names and all(c.observed_safety in names for c in a.candidates if c.observed_safety)
 
 
 def test_families_draw_what_they_describe():
+    assert not set(W.HELD_OUT) & set(W.FAMILIES)  # "all" runs only the families the defaults were chosen on
     needle = [W.draw_world(W.FAMILIES["needle"], s) for s in range(40)]
     assert all(sum(v >= 0.6 for v in w.lift.values()) == 1 for w in needle)  # exactly one fix
     small = [W.draw_world(W.FAMILIES["small"], s) for s in range(40)]
@@ -29,6 +30,10 @@ def test_families_draw_what_they_describe():
     fix_on_robot = np.mean([max(w.lift, key=w.lift.get).startswith("ft") for w in robot])
     assert 0.5 < fix_on_robot < 0.95
     assert any(rate > 0.05 for w in robot for rate in w.unsafe_rate.values())  # some truly unsafe
+    wide = [W.draw_world(W.HELD_OUT["wide"], s) for s in range(40)]
+    assert all(len(w.lift) == 8 for w in wide)
+    assert {sum(v >= 0.3 for v in w.lift.values()) for w in wide} == {0, 1, 2}  # 0-2 fixes
+    assert all(0.1 <= w.start_J <= 0.7 for w in wide)
 
 
 def test_true_gains_follow_headroom_lineage_and_alternatives():
