@@ -82,17 +82,32 @@ def _alternatives_options(trained_from: str | None, adopted: list[str] | None, p
             raise InputError("--adopted", adopted[0], "--trained-from too (an adopted alternative is trained "
                                                       "from that policy)")
         return out
-    if not trained_from.strip():
+    trained_from = trained_from.strip()
+    if not trained_from:
         raise InputError("--trained-from", trained_from, "a policy label")
     lineage: dict[str, list[str]] = {}
     for item in adopted or ():
         pol, sep, cand = (x.strip() for x in item.partition("="))
         if not sep or not pol or not cand:
             raise InputError("--adopted", item, "POLICY=CANDIDATE")
+        if pol == trained_from:
+            raise InputError("--adopted", item, f"a policy other than {trained_from} (--trained-from, the policy "
+                                                "every alternative is trained from)")
         if pol in lineage:
             raise InputError("--adopted", item, f"each policy once ({pol} repeated)")
         lineage[pol] = [cand]
     return {**out, "trained_from": trained_from, "lineage": lineage}
+
+
+def _check_policy(records, alternatives: dict) -> None:
+    """A --policy that no record of the ledger (nor --trained-from or --adopted) names is a typo:
+    the gains would be priced from a policy with no evidence."""
+    policy = alternatives.get("current_policy")
+    named = {getattr(r, "policy", None) for r in records} | set(alternatives.get("lineage", {}))
+    named |= {alternatives.get("trained_from")}
+    if policy is not None and policy not in named:
+        raise InputError("--policy", policy, "a policy of the ledger's records, one of "
+                                             f"{sorted(p for p in named if isinstance(p, str))}")
 
 
 def _read_prior(path: Path | None):
@@ -260,6 +275,7 @@ def fit_command(
     alternatives = _alternatives_options(trained_from, adopted, policy)
     gain_prior = _read_prior(prior)
     records, cands = _open_evidence(ledger, candidates)
+    _check_policy(records, alternatives)
     belief, risk, reused = _fit(records, cands, method, seed, gain_prior, ledger=ledger, refit=refit,
                                 alternatives=alternatives)
     summary = belief.summary()
@@ -476,6 +492,7 @@ def decide_command(
     alternatives = _alternatives_options(trained_from, adopted, policy)
     gain_prior = _read_prior(prior)
     records, cands = _open_evidence(ledger, candidates)
+    _check_policy(records, alternatives)
 
     from bayes_s2r.decision import decide
     from bayes_s2r.decision.problem import DEFAULT_J_SOURCE

@@ -234,7 +234,8 @@ class GainData(NamedTuple):
     estimate of each candidate's effect and its information, for the data-centred
     parameterisation; None: every level non-centred). Method arrays [H]: method_offset, o_h of
     `GainPrior.method_locs` (None: 0). Group arrays [G]: group_method.
-    Policy arrays [P] (index 0 = current): control_successes, control_episodes, age;
+    Policy arrays [P] (index 0 = current; with `deployed`, the policy the alternatives are trained
+    from): control_successes, control_episodes, age;
     order_diff [P, H] = L_p − L_0. `deployed` (a scalar index, or None): when the candidates
     are alternatives all trained from policy 0 and the deployed policy is candidate `deployed`,
     the gains and `baseline` refer to that candidate's policy (see "Alternatives" above).

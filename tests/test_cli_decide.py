@@ -169,6 +169,7 @@ def test_the_utility_choices_are_the_library_s():
     ["--candidates", EXAMPLE_TOML, "--utility", "maximum"],
     ["--candidates", EXAMPLE_TOML, "--adopted", "pi1=dr_wide"],
     ["--candidates", EXAMPLE_TOML, "--trained-from", "pi0", "--adopted", "pi1"],
+    ["--candidates", EXAMPLE_TOML, "--trained-from", "pi0", "--adopted", "pi0=dr_wide"],
     ["--candidates", EXAMPLE_TOML, "--trained-from", "pi0", "--adopted", "pi1=dr_wide", "--adopted", "pi1=si_calibrate"],
 ])
 def test_a_typo_is_reported_before_jax_loads(tmp_path, args):
@@ -236,3 +237,7 @@ def test_candidates_that_are_alternatives_are_valued_over_the_deployed_one(tmp_p
     assert rec.payload()["extra"]["lineage"] == {"p1": ["a"]}
     wrong = CliRunner().invoke(app, ["decide", *base, "--trained-from", "p0", "--adopted", "p1=zz"])
     assert wrong.exit_code == 2 and "lineage['p1']" in wrong.stderr
+    typo = CliRunner().invoke(app, ["fit", *base[:4], "--policy", "p9"])
+    assert typo.exit_code == 2 and "--policy" in typo.stderr and "['p0', 'p1']" in typo.stderr
+    with Ledger(path, create=False) as led:
+        assert len(led.records("decision")) == 1  # the refused commands recorded nothing

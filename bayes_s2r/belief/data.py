@@ -181,6 +181,7 @@ class _Tally(NamedTuple):
     last_round: dict  # policy -> the latest round with evidence of it
     sensitivity: list  # SensitivityTrial records
     latest_policy: Any  # the policy of the latest round
+    unlabelled: Any = None  # with alternatives, the first arm without a policy
 
 
 def _tally(records, index: Mapping[str, int], roles: Mapping[str, str], objective: str,
@@ -188,13 +189,15 @@ def _tally(records, index: Mapping[str, int], roles: Mapping[str, str], objectiv
     """Cells and control arms of the records. With `alternatives` = (start, {policy: candidate
     index}) every candidate is trained from `start`: a treated arm is a cell on `start`
     whatever the control was, and an arm of a deployed candidate's policy is a treated arm of
-    that candidate (records without a policy are on `start`)."""
+    that candidate (records without a policy are on `start`; `prepare_gains` refuses them once
+    another policy is deployed)."""
     cells: dict[tuple[int, Any], _Cell] = {}
     control: dict[Any, list[int]] = {}
     last_round: dict[Any, int] = {}
     sens_records = []
     latest = (-1, None)
     start, as_candidate = alternatives if alternatives is not None else (None, {})
+    unlabelled = None
 
     def level(rec, policy, successes, episodes):
         """An arm that ran `policy` itself: its control level, or its candidate's cell."""
@@ -240,7 +243,9 @@ def _tally(records, index: Mapping[str, int], roles: Mapping[str, str], objectiv
         last_round[on] = max(last_round.get(on, -1), rec.round)
         if rec.round >= latest[0]:
             latest = (rec.round, rec.policy)
-    return _Tally(cells, control, last_round, sens_records, latest[1])
+        if alternatives is not None and rec.policy is None and unlabelled is None:
+            unlabelled = rec
+    return _Tally(cells, control, last_round, sens_records, latest[1], unlabelled)
 
 
 def _policy_axis(tally: _Tally, current: Any) -> tuple[tuple, np.ndarray, np.ndarray]:
@@ -267,9 +272,15 @@ def alternatives_fit(policy: Any, adoptions: Mapping[Any, Mapping[str, Any]] | N
     current policy, the start they are all trained from (the root of `policy`'s parents) and
     each adopted policy's one adaptation."""
     adoptions = dict(adoptions or {})
-    start = policy
+    start, seen = policy, {policy}
     while start in adoptions:
-        start = adoptions[start]["parent"]
+        parent = adoptions[start].get("parent") if isinstance(adoptions[start], Mapping) else None
+        if parent is None or parent in seen:
+            raise InputError(f"adoptions[{start!r}]", adoptions[start],
+                             "{'parent': the policy it was trained from, 'candidate': ...}, the parents ending "
+                             "at the start policy (no cycle)")
+        start = parent
+        seen.add(start)
     return {"current_policy": policy, "trained_from": start,
             "lineage": {p: [o["candidate"]] for p, o in adoptions.items()}}
 
@@ -285,7 +296,10 @@ def _alternative_policies(trained_from: Any, lineage, names: tuple[str, ...]) ->
     index = {n: i for i, n in enumerate(names)}
     out = {}
     for p, applied in lineage.items():
-        if p == trained_from:
+        if p == trained_from:  # the start of every alternative: nothing applied to it
+            if applied not in (None, [], ()):
+                raise InputError(f"lineage[{p!r}]", applied, f"[] ({p!r} is trained_from, the policy every "
+                                                             f"alternative is trained from)")
             continue
         applied = [applied] if isinstance(applied, str) else applied
         if not isinstance(applied, Iterable) or len(applied := list(applied)) != 1 or applied[0] not in index:
@@ -382,6 +396,10 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
             raise InputError("current_policy", current, f"{trained_from!r} (trained_from) or a policy that "
                              f"`lineage` reaches by one adaptation from it")
         deployed = alternatives[1][current]
+        if (rec := tally.unlabelled) is not None:
+            raise InputError(f"{rec.KIND}[id={rec.id}].policy", None,
+                             f"a policy label: with {current!r} deployed, an arm without one could have run it or "
+                             f"{trained_from!r} (trained_from)")
     policies, age, ctl = _policy_axis(tally, current if trained_from is None else trained_from)
     pindex = {p: i for i, p in enumerate(policies)}
 

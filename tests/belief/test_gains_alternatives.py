@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bayes_s2r import Candidate, DeploymentEval, PairedEval, PairedReturns, fit_gains
-from bayes_s2r.belief.data import prepare_gains
+from bayes_s2r.belief.data import alternatives_fit, prepare_gains
 from bayes_s2r.errors import InputError
 from tests.belief.conftest import FIT
 
@@ -78,6 +78,7 @@ def test_before_any_adoption_alternatives_fit_as_usual():
     ({"trained_from": "p0", "lineage": {"p1": ["zz"]}}, "lineage['p1']"),
     ({"trained_from": "p0", "lineage": {}}, "paired_eval[id=b1].policy"),
     ({"trained_from": "p0", "lineage": {"p1": ["a"]}, "current_policy": "p9"}, "current_policy"),
+    ({"trained_from": "p0", "lineage": {"p0": ["a"], "p1": ["a"]}}, "lineage['p0']"),
 ])
 def test_bad_alternatives_are_refused_by_name(options, field):
     with pytest.raises(InputError, match=field.replace("[", r"\[").replace("]", r"\]")):
@@ -88,3 +89,30 @@ def test_paired_returns_against_another_alternative_are_refused():
     rec = PairedReturns("b", [1.0, 0.0], [0.0, 1.0], round=1, policy="p1", id="r1")
     with pytest.raises(InputError, match=r"paired_returns\[id=r1\].policy"):
         prepare_gains([EVIDENCE[0], rec], _candidates(), **ALTERNATIVES)
+
+
+def test_the_start_may_be_listed_with_nothing_applied():
+    plain = prepare_gains(EVIDENCE, _candidates(), **ALTERNATIVES)
+    listed = prepare_gains(EVIDENCE, _candidates(), **{**ALTERNATIVES, "lineage": {"p0": [], "p1": ["a"]}})
+    assert np.array_equal(plain.data.treated_episodes, listed.data.treated_episodes)
+
+
+def test_an_arm_without_a_policy_is_refused_once_an_alternative_is_deployed():
+    """Its control arm could have run the start or the deployed alternative: which one changes
+    the fit, so it is not guessed."""
+    unlabelled = PairedEval("c", 240, 400, 280, 400, round=2, id="c2")
+    with pytest.raises(InputError, match=r"paired_eval\[id=c2\].policy"):
+        prepare_gains([*EVIDENCE, unlabelled], _candidates(), **ALTERNATIVES)
+    # before any adoption it can only be the start
+    prep = prepare_gains([EVIDENCE[0], unlabelled], _candidates(), trained_from="p0", current_policy="p0")
+    assert list(prep.observed["control_episodes"]) == [800]
+
+
+def test_adoptions_are_followed_back_to_the_start():
+    adoptions = {"p2": {"parent": "p1", "candidate": "b"}, "p1": {"parent": "p0", "candidate": "a"}}
+    assert alternatives_fit("p2", adoptions) == {"current_policy": "p2", "trained_from": "p0",
+                                                 "lineage": {"p2": ["b"], "p1": ["a"]}}
+    cycle = {"p1": {"parent": "p2", "candidate": "a"}, "p2": {"parent": "p1", "candidate": "b"}}
+    for bad in (cycle, {"p1": {"candidate": "a"}}):
+        with pytest.raises(InputError, match="adoptions"):
+            alternatives_fit("p1", bad)
