@@ -111,6 +111,9 @@ COMMANDS = {
                              "history-pooled --strategies q_cvu,q_cvu@g0_depth2,q_beta0,mv_greedy,thompson,pandora,"
                              "round_robin,dr_only,si_then_dr,dr_then_ft,oracle_safe "
                              "--out benchmarks/results/worlds_pilots_pooled.json"),
+    "worlds_held_out": ("python benchmarks/bench_worlds.py --families wide --worlds 200 --jobs 2 "
+                        "--strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,si_then_dr,"
+                        "dr_then_ft,oracle_safe --out benchmarks/results/worlds_held_out.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -868,6 +871,16 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
             + (_worlds_library(library) if library else []) + (_worlds_pilots(pilots) if pilots else []))
 
 
+def worlds_held_out(data: dict) -> list[str]:
+    """A family drawn after the rule's defaults were set: the rule on a shape it was not tuned to."""
+    settings = data["settings"]
+    return _head("worlds_held_out", "Allocation quality on a held-out family", data) + [
+        (f"{settings['worlds']} worlds of a family drawn after the rule's defaults were set and never used to choose "
+         f"them (`HELD_OUT` in `benchmarks/worlds.py`: {', '.join(settings['families'])}), {settings['rounds']} "
+         f"rounds, no execution evidence at the start, gain prior: {_gain_prior_text(settings)}. Columns and "
+         "intervals as in the random-world tables above."), ""] + _merged_parts(settings) + _family_tables(data)
+
+
 def _gain_prior_text(settings: dict) -> str:
     """The table's gain prior in words, with each method's fitted mean where it has them."""
     name = settings.get("gain_prior", "library")
@@ -1117,6 +1130,7 @@ SECTIONS = [
     Section(("worlds", "worlds_history_loc", "worlds_library_prior", "worlds_pilots", "worlds_history_hierarchy",
              "worlds_history_skew", "worlds_pooled", "worlds_pilots_pooled", "worlds_history_shrunk",
              "worlds_start_record", "worlds_history_shared", "worlds_history_shrunk_shared"), worlds),
+    Section(("worlds_held_out",), worlds_held_out),
     Section(("dp_ceiling", "dp_ceiling_rule"), dp_ceiling),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),
