@@ -31,6 +31,8 @@ tuned to.
 | ---------- | ------------------------------------------------------------------------------- |
 | `wide`     | 8 adaptations (three DR, two SI, two DA, one FT), 0–2 fixes of lift 0.3–0.8,    |
 |            | starts anywhere in J 0.1–0.7, pilots of the SI candidates; room for ~4 tries    |
+| `late`     | a policy that already works (J 0.6–0.9): little headroom, at most one fix, two   |
+|            | fine-tunings that need the robot, harmful tries common; pilots of the DR ones   |
 
 Every campaign starts with no execution evidence: robot-touching candidates are shut by
 the gate until a probe (or a simulation-based risk prior) opens it. A campaign declares how
@@ -134,6 +136,9 @@ HELD_OUT = {
     "wide": Family("wide", ("DR", "DR", "DR", "SI", "SI", "DA", "DA", "FT"), fixes=(0, 2), fix_lift=(0.3, 0.8),
                    small_lift=(-0.05, 0.12), harmful=0.25, start_J=(0.1, 0.7), budget=(1.5, 10.0, 20.0),
                    pilots=("SI",)),
+    "late": Family("late", ("DR", "DR", "SI", "DA", "FT", "FT"), fixes=(0, 1), fix_lift=(0.4, 0.8),
+                   small_lift=(-0.05, 0.1), harmful=0.3, start_J=(0.6, 0.9), budget=(2.0, 8.0, 16.0),
+                   pilots=("DR",)),
 }
 #: Every family by name, the held-out ones included.
 ALL_FAMILIES = {**FAMILIES, **HELD_OUT}

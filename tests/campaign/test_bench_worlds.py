@@ -34,6 +34,8 @@ def test_families_draw_what_they_describe():
     assert all(len(w.lift) == 8 for w in wide)
     assert {sum(v >= 0.3 for v in w.lift.values()) for w in wide} == {0, 1, 2}  # 0-2 fixes
     assert all(0.1 <= w.start_J <= 0.7 for w in wide)
+    late = [W.draw_world(W.HELD_OUT["late"], s) for s in range(40)]
+    assert all(0.6 <= w.start_J <= 0.9 and sum(v >= 0.4 for v in w.lift.values()) <= 1 for w in late)
 
 
 def test_true_gains_follow_headroom_lineage_and_alternatives():
