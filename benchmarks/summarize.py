@@ -111,9 +111,12 @@ COMMANDS = {
                              "history-pooled --strategies q_cvu,q_cvu@g0_depth2,q_beta0,mv_greedy,thompson,pandora,"
                              "round_robin,dr_only,si_then_dr,dr_then_ft,oracle_safe "
                              "--out benchmarks/results/worlds_pilots_pooled.json"),
-    "worlds_held_out": ("python benchmarks/bench_worlds.py --families wide --worlds 200 --jobs 2 "
+    "worlds_held_out": ("python benchmarks/bench_worlds.py --families wide,late --worlds 200 --jobs 2 "
                         "--strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,si_then_dr,"
                         "dr_then_ft,oracle_safe --out benchmarks/results/worlds_held_out.json"),
+    "worlds_held_out_shared": ("python benchmarks/bench_worlds.py --families wide,late --worlds 200 --jobs 2 "
+                               "--gain-prior history-shared --strategies q_cvu "
+                               "--out benchmarks/results/worlds_held_out_shared.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -717,6 +720,12 @@ def _worlds_shrunk(shrunk: dict, first: dict, base: dict) -> list[str]:
     return out + [""]
 
 
+def _shared_k(table: dict, family: str) -> float:
+    """The multiple of the library's shared levels in a table's team prior of `family`."""
+    prior = (table["settings"].get("team_priors") or {}).get(family) or {}
+    return prior.get("gain_scale", float("nan")) / GainPrior().gain_scale
+
+
 def _worlds_shared(own: dict, shrunk_shared: dict, shrunk: dict, first: dict) -> list[str]:
     """The rule with the shared levels sized by the evidence, under each method's own mean (`own`)
     and under the shrunk means (`shrunk_shared`), each paired by world with the rule under the same
@@ -734,15 +743,11 @@ def _worlds_shared(own: dict, shrunk_shared: dict, shrunk: dict, first: dict) ->
             "shrunk means: fitted k − k = 1, 95% |"), "|---|---|---|---|---|"]
     diffs: dict[str, list] = {"own": [], "shrunk": []}
 
-    def k_of(table, family):  # the levels are multiples of the library's
-        prior = (table["settings"].get("team_priors") or {}).get(family) or {}
-        return prior.get("gain_scale", float("nan")) / GainPrior().gain_scale
-
     for family, summary in own["summary"].items():
         diffs["own"].append(_paired_diffs(own, first, family, "q_cvu"))
         diffs["shrunk"].append(_paired_diffs(shrunk_shared, shrunk, family, "q_cvu"))
         cells = " | ".join(_diff_cell(diffs[key][-1]) for key in ("own", "shrunk"))
-        out.append(f"| {family} | {k_of(own, family):g} / {k_of(shrunk_shared, family):g} | "
+        out.append(f"| {family} | {_shared_k(own, family):g} / {_shared_k(shrunk_shared, family):g} | "
                    f"{summary['q_cvu']['net_utility_mean']:.3f} | {cells} |")
     cells = " | ".join(_diff_cell(np.concatenate(diffs[key])) for key in ("own", "shrunk"))
     out.append(f"| all families together | | | {cells} |")
@@ -871,14 +876,35 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
             + (_worlds_library(library) if library else []) + (_worlds_pilots(pilots) if pilots else []))
 
 
-def worlds_held_out(data: dict) -> list[str]:
-    """A family drawn after the rule's defaults were set: the rule on a shape it was not tuned to."""
+def worlds_held_out(data: dict, shared: dict | None = None) -> list[str]:
+    """Families drawn after the rule's defaults were set: the rule on shapes it was not tuned to."""
     settings = data["settings"]
-    return _head("worlds_held_out", "Allocation quality on a held-out family", data) + [
-        (f"{settings['worlds']} worlds of a family drawn after the rule's defaults were set and never used to choose "
-         f"them (`HELD_OUT` in `benchmarks/worlds.py`: {', '.join(settings['families'])}), {settings['rounds']} "
-         f"rounds, no execution evidence at the start, gain prior: {_gain_prior_text(settings)}. Columns and "
-         "intervals as in the random-world tables above."), ""] + _merged_parts(settings) + _family_tables(data)
+    out = _head("worlds_held_out", "Allocation quality on held-out families", data) + [
+        (f"{settings['worlds']} worlds per family of families drawn after the rule's defaults were set and never "
+         f"used to choose them (`HELD_OUT` in `benchmarks/worlds.py`: {', '.join(settings['families'])}), "
+         f"{settings['rounds']} rounds, no execution evidence at the start, gain prior: "
+         f"{_gain_prior_text(settings)}. Columns and intervals as in the random-world tables above."), ""]
+    out += _merged_parts(settings) + _family_tables(data)
+    if shared is None:
+        return out
+    out += [(f"The rule with the levels a campaign's candidates share sized by the evidence "
+             f"(`{COMMANDS['worlds_held_out_shared']}`, {_machine(shared)}), against the rule above and the best "
+             "rival of each family's table, paired by world:"), "",
+            "| family | shared levels chosen (× the library's) | decisions (with the stop) | q_cvu − q_cvu above, 95% "
+            "| best rival − q_cvu, 95% |", "|---|---|---|---|---|"]
+    for family in shared["summary"]:
+        rival = data["summary"][family]["_gap"]["best_rival"]
+        out.append(f"| {family} | {_shared_k(shared, family):g} | {shared['summary'][family]['q_cvu']['rounds_mean']:.1f} "
+                   f"| {_diff_cell(_paired_diffs(shared, data, family, 'q_cvu'))} "
+                   f"| {rival} {_diff_cell(_rival_minus_rule(data, shared, family, rival))} |")
+    return out + [""]
+
+
+def _rival_minus_rule(data: dict, other: dict, family: str, rival: str) -> np.ndarray:
+    """`rival`'s net utility in `data` minus the rule's in `other`, by world."""
+    a = {r["world"]: r["net_utility"] for r in data["rows"] if r["family"] == family and r["strategy"] == rival}
+    b = {r["world"]: r["net_utility"] for r in other["rows"] if r["family"] == family and r["strategy"] == "q_cvu"}
+    return np.array([a[w] - b[w] for w in sorted(set(a) & set(b))])
 
 
 def _gain_prior_text(settings: dict) -> str:
@@ -1130,7 +1156,7 @@ SECTIONS = [
     Section(("worlds", "worlds_history_loc", "worlds_library_prior", "worlds_pilots", "worlds_history_hierarchy",
              "worlds_history_skew", "worlds_pooled", "worlds_pilots_pooled", "worlds_history_shrunk",
              "worlds_start_record", "worlds_history_shared", "worlds_history_shrunk_shared"), worlds),
-    Section(("worlds_held_out",), worlds_held_out),
+    Section(("worlds_held_out", "worlds_held_out_shared"), worlds_held_out),
     Section(("dp_ceiling", "dp_ceiling_rule"), dp_ceiling),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),
