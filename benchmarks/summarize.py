@@ -890,8 +890,8 @@ def worlds_held_out(data: dict, shared: dict | None = None) -> list[str]:
     out += [(f"The rule with the levels a campaign's candidates share sized by the evidence "
              f"(`{COMMANDS['worlds_held_out_shared']}`, {_machine(shared)}), against the rule above and the best "
              "rival of each family's table, paired by world:"), "",
-            "| family | shared levels chosen (× the library's) | decisions (with the stop) | q_cvu − q_cvu above, 95% "
-            "| best rival − q_cvu, 95% |", "|---|---|---|---|---|"]
+            ("| family | shared levels chosen (× the library's) | decisions (with the stop) | q_cvu − q_cvu above, 95% "
+             "| best rival − q_cvu, 95% |"), "|---|---|---|---|---|"]
     for family in shared["summary"]:
         rival = data["summary"][family]["_gap"]["best_rival"]
         out.append(f"| {family} | {_shared_k(shared, family):g} | {shared['summary'][family]['q_cvu']['rounds_mean']:.1f} "
