@@ -33,6 +33,10 @@ tuned to.
 |            | starts anywhere in J 0.1–0.7, pilots of the SI candidates; room for ~4 tries    |
 | `late`     | a policy that already works (J 0.6–0.9): little headroom, at most one fix, two   |
 |            | fine-tunings that need the robot, harmful tries common; pilots of the DR ones   |
+| `mixed`    | 7 adaptations, 1–2 moderate fixes (lift 0.2–0.5), synergy or conflict common,   |
+|            | two fine-tunings with pilots                                                    |
+| `failing`  | a policy that mostly fails (J 0.05–0.3), at most one fix, budget for two tries, |
+|            | pilots of every adaptation but the fine-tuning                                  |
 
 Every campaign starts with no execution evidence: robot-touching candidates are shut by
 the gate until a probe (or a simulation-based risk prior) opens it. A campaign declares how
@@ -139,6 +143,12 @@ HELD_OUT = {
     "late": Family("late", ("DR", "DR", "SI", "DA", "FT", "FT"), fixes=(0, 1), fix_lift=(0.4, 0.8),
                    small_lift=(-0.05, 0.1), harmful=0.3, start_J=(0.6, 0.9), budget=(2.0, 8.0, 16.0),
                    pilots=("DR",)),
+    "mixed": Family("mixed", ("DR", "DR", "SI", "SI", "DA", "FT", "FT"), fixes=(1, 2), fix_lift=(0.2, 0.5),
+                    small_lift=(-0.05, 0.15), harmful=0.2, interaction=0.2, start_J=(0.3, 0.6),
+                    budget=(2.0, 6.0, 12.0), pilots=("FT",)),
+    "failing": Family("failing", ("DR", "SI", "DA", "DA", "FT"), fixes=(0, 1), fix_lift=(0.5, 0.9),
+                      small_lift=(-0.02, 0.05), harmful=0.3, start_J=(0.05, 0.3), budget=(0.8, 3.0, 6.0),
+                      pilots=("DR", "SI", "DA")),
 }
 #: Every family by name, the held-out ones included.
 ALL_FAMILIES = {**FAMILIES, **HELD_OUT}

@@ -36,6 +36,10 @@ def test_families_draw_what_they_describe():
     assert all(0.1 <= w.start_J <= 0.7 for w in wide)
     late = [W.draw_world(W.HELD_OUT["late"], s) for s in range(40)]
     assert all(0.6 <= w.start_J <= 0.9 and sum(v >= 0.4 for v in w.lift.values()) <= 1 for w in late)
+    mixed = [W.draw_world(W.HELD_OUT["mixed"], s) for s in range(40)]
+    assert all(1 <= sum(v >= 0.2 for v in w.lift.values()) for w in mixed) and any(w.interaction for w in mixed)
+    failing = [W.draw_world(W.HELD_OUT["failing"], s) for s in range(40)]
+    assert all(w.start_J <= 0.3 and sum(c.name.startswith("pilot_") for c in w.candidates) == 4 for w in failing)
 
 
 def test_true_gains_follow_headroom_lineage_and_alternatives():
