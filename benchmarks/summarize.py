@@ -111,10 +111,10 @@ COMMANDS = {
                              "history-pooled --strategies q_cvu,q_cvu@g0_depth2,q_beta0,mv_greedy,thompson,pandora,"
                              "round_robin,dr_only,si_then_dr,dr_then_ft,oracle_safe "
                              "--out benchmarks/results/worlds_pilots_pooled.json"),
-    "worlds_held_out": ("python benchmarks/bench_worlds.py --families wide,late --worlds 200 --jobs 2 "
+    "worlds_held_out": ("python benchmarks/bench_worlds.py --families wide,late,mixed,failing --worlds 200 --jobs 2 "
                         "--strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,si_then_dr,"
                         "dr_then_ft,oracle_safe --out benchmarks/results/worlds_held_out.json"),
-    "worlds_held_out_shared": ("python benchmarks/bench_worlds.py --families wide,late --worlds 200 --jobs 2 "
+    "worlds_held_out_shared": ("python benchmarks/bench_worlds.py --families wide,late,mixed,failing --worlds 200 --jobs 2 "
                                "--gain-prior history-shared --strategies q_cvu "
                                "--out benchmarks/results/worlds_held_out_shared.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
