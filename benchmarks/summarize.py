@@ -596,11 +596,13 @@ WORLD_COLUMNS = (("net utility", "net_utility_mean", "{:.3f}"), ("final J", "fin
                  ("decisions (with the stop)", "rounds_mean", "{:.1f}"))
 
 
-def _paired_diffs(a: dict, b: dict, family: str, strategy: str, field: str = "net_utility") -> np.ndarray:
-    """a's `field` − b's on each world both tables ran."""
+def _paired_diffs(a: dict, b: dict, family: str, strategy: str, field: str = "net_utility",
+                  b_strategy: str | None = None) -> np.ndarray:
+    """a's `field` of `strategy` − b's of `b_strategy` (default the same) on each world both tables ran."""
+    b_strategy = strategy if b_strategy is None else b_strategy
     rows = [{(r["world"], r["strategy"]): r[field] for r in d["rows"] if r["family"] == family} for d in (a, b)]
-    worlds = sorted(w for w, s in rows[0] if s == strategy and (w, s) in rows[1])
-    return np.array([rows[0][w, strategy] - rows[1][w, strategy] for w in worlds])
+    worlds = sorted(w for w, s in rows[0] if s == strategy and (w, b_strategy) in rows[1])
+    return np.array([rows[0][w, strategy] - rows[1][w, b_strategy] for w in worlds])
 
 
 def _diff_cell(diff: np.ndarray) -> str:
@@ -742,7 +744,6 @@ def _worlds_shared(own: dict, shrunk_shared: dict, shrunk: dict, first: dict) ->
            ("| family | k chosen (own / shrunk means) | q_cvu, own means | own means: fitted k − k = 1, 95% | "
             "shrunk means: fitted k − k = 1, 95% |"), "|---|---|---|---|---|"]
     diffs: dict[str, list] = {"own": [], "shrunk": []}
-
     for family, summary in own["summary"].items():
         diffs["own"].append(_paired_diffs(own, first, family, "q_cvu"))
         diffs["shrunk"].append(_paired_diffs(shrunk_shared, shrunk, family, "q_cvu"))
@@ -896,15 +897,8 @@ def worlds_held_out(data: dict, shared: dict | None = None) -> list[str]:
         rival = data["summary"][family]["_gap"]["best_rival"]
         out.append(f"| {family} | {_shared_k(shared, family):g} | {shared['summary'][family]['q_cvu']['rounds_mean']:.1f} "
                    f"| {_diff_cell(_paired_diffs(shared, data, family, 'q_cvu'))} "
-                   f"| {rival} {_diff_cell(_rival_minus_rule(data, shared, family, rival))} |")
+                   f"| {rival} {_diff_cell(_paired_diffs(data, shared, family, rival, b_strategy='q_cvu'))} |")
     return out + [""]
-
-
-def _rival_minus_rule(data: dict, other: dict, family: str, rival: str) -> np.ndarray:
-    """`rival`'s net utility in `data` minus the rule's in `other`, by world."""
-    a = {r["world"]: r["net_utility"] for r in data["rows"] if r["family"] == family and r["strategy"] == rival}
-    b = {r["world"]: r["net_utility"] for r in other["rows"] if r["family"] == family and r["strategy"] == "q_cvu"}
-    return np.array([a[w] - b[w] for w in sorted(set(a) & set(b))])
 
 
 def _gain_prior_text(settings: dict) -> str:
