@@ -1,5 +1,7 @@
-"""Shared fixtures for the decision tests: small problems, and every numerical test run
-both jitted and under `jax.disable_jit`."""
+"""Shared fixtures for the decision tests: small problems, and numerical tests run both jitted
+and under `jax.disable_jit`. An eager `decide` costs seconds of per-operation compiles, so
+behaviour tests that only repeat a path already compared jitted-and-not (the look-ahead
+against its reference, the rollout, the two-step look-ahead) run jitted only."""
 
 import contextlib
 import importlib.util

@@ -88,7 +88,7 @@ def test_repeat_share_matches_numpy_reference(bench_module, utility, transition,
         assert np.abs(res.cvu - default.cvu).max() > 1e-3
 
 
-def test_repeat_share_sets_what_a_repeat_of_the_deployed_adaptation_is_worth(jit_mode):
+def test_repeat_share_sets_what_a_repeat_of_the_deployed_adaptation_is_worth():
     # One repeatable adaptation and budget for two runs: after a good outcome the policy has
     # its gain; with repeat_share 0 running it again is worth nothing more, with 1 (the
     # default) the repeat takes the same share of the remaining headroom again.

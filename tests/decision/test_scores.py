@@ -9,7 +9,7 @@ import bayes_s2r as bs
 from bayes_s2r.belief import NoOutcome
 
 
-def test_toy_mv_and_u0_rank_differently(toy, jit_mode):
+def test_toy_mv_and_u0_rank_differently(toy):
     belief, cands, budget, weights = toy
     d = bs.decide(belief, cands, budget, weights, cvu_samples=32)
     t = d.table
@@ -70,7 +70,7 @@ def test_stop_scores_zero_at_the_terminal_round_and_without_value():
     assert d.best is None and d.stop_reason == "economic"
 
 
-def test_adopt_values_the_stop_branch_with_the_exact_positive_part(jit_mode):
+def test_adopt_values_the_stop_branch_with_the_exact_positive_part():
     # A policy at J = 0.98: every gain is capped by the headroom 0.02, with a long tail below
     # 0. E[max(ΔJ, 0)] over the draws is below the price; a Gaussian with the same moments
     # puts several times more above 0. The stop branch must use the draws, as U0 does:
