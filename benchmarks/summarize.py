@@ -77,6 +77,10 @@ COMMANDS = {
     "dp_ceiling": "python benchmarks/bench_dp_ceiling.py --problems 100 --per-problem --out benchmarks/results/dp_ceiling.json",
     "dp_ceiling_rule": ("python benchmarks/bench_dp_ceiling.py --problems 100 --per-problem --rules q_cvu q_cvu+tr "
                         "--out benchmarks/results/dp_ceiling_rule.json"),
+    "belief_structure": ("python benchmarks/bench_belief_structure.py --problems 100 "
+                         "--out benchmarks/results/belief_structure.json"),
+    "belief_structure_library": ("python benchmarks/bench_belief_structure.py --problems 30 --library "
+                                 "--out benchmarks/results/belief_structure_library.json"),
     "worlds": ("python benchmarks/bench_worlds.py --families easy,needle,small,robot,pandora --worlds 200 --jobs 2 "
                "--out benchmarks/results/worlds.json"),
     "worlds_pooled": ("python benchmarks/bench_worlds.py --families easy,needle,small,robot,pandora --worlds 200 "
@@ -968,6 +972,43 @@ def dp_ceiling(data: dict, rule: dict | None = None) -> list[str]:
     return out + (_dp_rule(data, rule) if rule else [])
 
 
+def _belief_rows(data: dict, rule: str) -> list[str]:
+    beliefs = data["settings"]["beliefs"]
+    out = []
+    for truth, result in data["results"].items():
+        entry = result["rules"][rule]
+        cells = [f"{entry[b]['share_of_dp']:.3f}" for b in beliefs[:1]]
+        for b in beliefs[1:]:  # the values are a few hundredths of J: four decimals
+            d = entry[b]["minus_true_belief"]
+            cells.append(f"{entry[b]['share_of_dp']:.3f} ({d['mean']:+.4f} [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}])")
+        out.append(f"| {truth} | {rule} | " + " | ".join(cells) + " |")
+    return out
+
+
+def belief_structure(data: dict, library: dict | None = None) -> list[str]:
+    """What a belief that links the candidates wrongly costs, exactly, on small problems."""
+    beliefs = data["settings"]["beliefs"]
+    out = _head("belief_structure", "What a wrong link between candidates costs", data) + [
+        (f"{data['settings']['problems']} problems per truth, {data['settings']['candidates']} candidates of which "
+         "the first two are siblings (same method), 3 decisions. Each rule decides from the posterior of a belief "
+         "and is valued exactly under the truth: its mean value as a share of the DP's, and in brackets its "
+         "paired difference (J units) from the same rule deciding from the truth's own posterior. `one_fix`: at "
+         "most one candidate is the fix (siblings anti-correlated); `noisy`: the siblings share a component; "
+         "`pandora`: independent. `independent` is the product of the truth's marginals; `coupled@κ` pulls the "
+         "siblings together as a shared method level does. The truths and beliefs are described in "
+         "`benchmarks/bench_belief_structure.py`."), "", *_stale(data),
+        "| truth | rule | " + " | ".join(beliefs) + " |", "|---" * (len(beliefs) + 2) + "|"]
+    for rule in data["settings"]["rules"]:
+        out += _belief_rows(data, rule)
+    out.append("")
+    if library:
+        out += [(f"The library's rule (`q_cvu+tr`: rollout look-ahead, alternatives transition; "
+                 f"`{COMMANDS['belief_structure_library']}`, {_machine(library)}):"), "",
+                "| truth | rule | " + " | ".join(library["settings"]["beliefs"]) + " |",
+                "|---" * (len(library["settings"]["beliefs"]) + 2) + "|", *_belief_rows(library, "q_cvu+tr"), ""]
+    return out
+
+
 REGIME_ARMS = {"nominal": "nominal policy", "si": "SI, then retrain at the fit", "dr_wide": "wide DR (contains the truth)",
                "oracle": "retrain at the true ξ (reference)"}
 
@@ -1152,6 +1193,7 @@ SECTIONS = [
              "worlds_start_record", "worlds_history_shared", "worlds_history_shrunk_shared"), worlds),
     Section(("worlds_held_out", "worlds_held_out_shared"), worlds_held_out),
     Section(("dp_ceiling", "dp_ceiling_rule"), dp_ceiling),
+    Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),
 ]

@@ -150,6 +150,19 @@ def test_the_dp_ceiling_section_reports_each_rule_as_a_share_of_the_optimum():
         assert f"| {q['ratio_of_means']:.3f} ({q['share_within_5pct']:.0%}) |" in line
 
 
+def test_the_belief_structure_section_shows_every_truth_rule_and_belief():
+    data = json.loads((summarize.HERE / "results" / "belief_structure.json").read_text())
+    library = json.loads((summarize.HERE / "results" / "belief_structure_library.json").read_text())
+    lines = "\n".join(summarize.belief_structure(data, library)).splitlines()
+    for source, rules in ((data, data["settings"]["rules"]), (library, ["q_cvu+tr"])):
+        for truth, result in source["results"].items():
+            for rule in rules:
+                row = [x for x in lines if x.startswith(f"| {truth} | {rule} | ")]
+                entry = result["rules"][rule]
+                assert len(row) == 1 and row[0].count("|") == len(source["settings"]["beliefs"]) + 3
+                assert f"| {entry['coupled@1']['share_of_dp']:.3f} (" in row[0]
+
+
 def test_the_regime_section_shows_each_arm_and_the_rule_s_choices(tmp_path):
     arm = lambda J, share, eps=0: {"J_mean": J, "J_ci95": [J - 0.1, J + 0.1], "gap_closed_pooled": share,
                                    "real_episodes_per_world": eps}
