@@ -37,6 +37,14 @@ tuned to.
 |            | two fine-tunings with pilots                                                    |
 | `failing`  | a policy that mostly fails (J 0.05–0.3), at most one fix, budget for two tries, |
 |            | pilots of every adaptation but the fine-tuning                                  |
+| `siblings` | 7 adaptations (three DR, two SI, two DA); a method works or not: each works     |
+|            | with chance 0.3 and then every one of its candidates is a fix (lift 0.3–0.7)    |
+| `rivals`   | 6 adaptations (three DR, SI, DA, FT), exactly one fix, a DR one 70% of the time: |
+|            | siblings that are alternatives, one of which may be the fix                     |
+
+`siblings` and `rivals` were added to decide whether the levels a campaign's candidates share
+should be sized from the team's past campaigns by default: in the first, siblings share a
+component; in the second, one measured at zero makes the others more likely to be the fix.
 
 Every campaign starts with no execution evidence: robot-touching candidates are shut by
 the gate until a probe (or a simulation-based risk prior) opens it. A campaign declares how
@@ -90,6 +98,8 @@ class Family:
         interaction: chance per ordered pair of a synergy (×1.5) or conflict (×0.3), half each.
         fix_method: if set, the method a fix is drawn from with chance `fix_method_p`.
         fix_method_p: see `fix_method`.
+        method_works: chance that a method works in a world; every candidate of a method that
+            works is then a fix (on top of `fixes`), so siblings share a component.
         unsafe_p: chance that a robot-touching candidate is truly unsafe (rate U(0.05, 0.25));
             otherwise its rate is U(0, 0.004).
         start_J: (low, high) of the starting policy's J.
@@ -109,6 +119,7 @@ class Family:
     interaction: float = 0.1
     fix_method: str | None = None
     fix_method_p: float = 0.0
+    method_works: float = 0.0
     unsafe_p: float = 0.25
     start_J: tuple[float, float] = (0.2, 0.6)
     budget: tuple[float, float, float] = (2.0, 8.0, 20.0)
@@ -149,6 +160,12 @@ HELD_OUT = {
     "failing": Family("failing", ("DR", "SI", "DA", "DA", "FT"), fixes=(0, 1), fix_lift=(0.5, 0.9),
                       small_lift=(-0.02, 0.05), harmful=0.3, start_J=(0.05, 0.3), budget=(0.8, 3.0, 6.0),
                       pilots=("DR", "SI", "DA")),
+    "siblings": Family("siblings", ("DR", "DR", "DR", "SI", "SI", "DA", "DA"), fixes=(0, 0), fix_lift=(0.3, 0.7),
+                       method_works=0.3, small_lift=(-0.03, 0.06), harmful=0.2, start_J=(0.2, 0.6),
+                       budget=(1.0, 8.0, 16.0)),
+    "rivals": Family("rivals", ("DR", "DR", "DR", "SI", "DA", "FT"), fixes=(1, 1), fix_lift=(0.5, 0.9),
+                     fix_method="DR", fix_method_p=0.7, small_lift=(-0.03, 0.05), harmful=0.3,
+                     budget=(1.4, 6.0, 12.0)),
 }
 #: Every family by name, the held-out ones included.
 ALL_FAMILIES = {**FAMILIES, **HELD_OUT}
@@ -207,6 +224,9 @@ def draw_world(family: Family, seed: int) -> World:
         i = int(rng.choice(pick_from))
         fixes.append(i)
         pool.remove(i)
+    if family.method_works:  # drawn only here, so the other families' worlds are unchanged
+        works = {m for m in sorted(set(family.methods)) if rng.random() < family.method_works}
+        fixes += [i for i in pool if family.methods[i] in works]
     for i, (name, m) in enumerate(zip(names, family.methods, strict=True)):
         lens, ranges, robot, repeatable, rep = METHODS[m]
         if i in fixes:

@@ -40,6 +40,16 @@ def test_families_draw_what_they_describe():
     assert all(1 <= sum(v >= 0.2 for v in w.lift.values()) for w in mixed) and any(w.interaction for w in mixed)
     failing = [W.draw_world(W.HELD_OUT["failing"], s) for s in range(40)]
     assert all(w.start_J <= 0.3 and sum(c.name.startswith("pilot_") for c in w.candidates) == 4 for w in failing)
+    # siblings: a method works for all of its candidates or for none
+    siblings = [W.draw_world(W.HELD_OUT["siblings"], s) for s in range(60)]
+    for w in siblings:
+        for m in ("dr", "si", "da"):
+            fixed = {v >= 0.3 for k, v in w.lift.items() if k.startswith(m)}
+            assert len(fixed) == 1, (w.seed, m, w.lift)
+    assert {sum(v >= 0.3 for v in w.lift.values()) for w in siblings} >= {0, 2, 3}
+    rivals = [W.draw_world(W.HELD_OUT["rivals"], s) for s in range(60)]
+    assert all(sum(v >= 0.5 for v in w.lift.values()) == 1 for w in rivals)  # exactly one fix
+    assert 0.6 < np.mean([max(w.lift, key=w.lift.get).startswith("dr") for w in rivals]) < 0.95
 
 
 def test_true_gains_follow_headroom_lineage_and_alternatives():
