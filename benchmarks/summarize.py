@@ -881,8 +881,27 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
             + (_worlds_library(library) if library else []) + (_worlds_pilots(pilots) if pilots else []))
 
 
-def worlds_held_out(data: dict, shared: dict | None = None) -> list[str]:
-    """Families drawn after the rule's defaults were set: the rule on shapes it was not tuned to."""
+def _pooled_shared(tables: list[dict | None], shared: list[dict | None]) -> list[str]:
+    """The rule with the shared levels sized by the evidence minus the rule, pooled over every
+    family both kinds of table ran (a world is one pair)."""
+    if any(t is None for t in (*tables, *shared)):
+        return []
+    diffs, families = [], []
+    for sh in shared:
+        for family in sh["summary"]:
+            base = next(t for t in tables if family in t["summary"] and "q_cvu" in t["summary"][family])
+            diffs.append(_paired_diffs(sh, base, family, "q_cvu"))
+            families.append(family)
+    both = np.concatenate(diffs)
+    return [(f"Pooled over the {len(families)} families ({', '.join(families)}; for the families of the first "
+             f"tables, `{COMMANDS['worlds_history_shared']}` against them), the rule with the shared levels sized by "
+             f"the evidence minus the rule: {_diff_cell(both)}."), ""]
+
+
+def worlds_held_out(data: dict, shared: dict | None = None, *pooled) -> list[str]:
+    """Families drawn after the rule's defaults were set: the rule on shapes it was not tuned to.
+    `pooled`: the first tables (worlds, worlds_pilots) and their rule-only run with the shared
+    levels sized (worlds_history_shared), for the pooled difference over every family."""
     settings = data["settings"]
     out = _head("worlds_held_out", "Allocation quality on held-out families", data) + [
         (f"{settings['worlds']} worlds per family of families drawn after the rule's defaults were set and never "
@@ -894,7 +913,7 @@ def worlds_held_out(data: dict, shared: dict | None = None) -> list[str]:
         return out
     out += [(f"The rule with the levels a campaign's candidates share sized by the evidence "
              f"(`{COMMANDS['worlds_held_out_shared']}`, {_machine(shared)}), against the rule above and the best "
-             "rival of each family's table, paired by world:"), "",
+             "rival of each family's table, paired by world:"), "", *_merged_parts(shared["settings"]),
             ("| family | shared levels chosen (× the library's) | decisions (with the stop) | q_cvu − q_cvu above, 95% "
              "| best rival − q_cvu, 95% |"), "|---|---|---|---|---|"]
     for family in shared["summary"]:
@@ -902,7 +921,10 @@ def worlds_held_out(data: dict, shared: dict | None = None) -> list[str]:
         out.append(f"| {family} | {_shared_k(shared, family):g} | {shared['summary'][family]['q_cvu']['rounds_mean']:.1f} "
                    f"| {_diff_cell(_paired_diffs(shared, data, family, 'q_cvu'))} "
                    f"| {rival} {_diff_cell(_paired_diffs(data, shared, family, rival, b_strategy='q_cvu'))} |")
-    return out + [""]
+    out.append("")
+    if pooled:
+        out += _pooled_shared([data, *pooled[:-1]], [shared, pooled[-1]])
+    return out
 
 
 def _gain_prior_text(settings: dict) -> str:
@@ -1191,7 +1213,8 @@ SECTIONS = [
     Section(("worlds", "worlds_history_loc", "worlds_library_prior", "worlds_pilots", "worlds_history_hierarchy",
              "worlds_history_skew", "worlds_pooled", "worlds_pilots_pooled", "worlds_history_shrunk",
              "worlds_start_record", "worlds_history_shared", "worlds_history_shrunk_shared"), worlds),
-    Section(("worlds_held_out", "worlds_held_out_shared"), worlds_held_out),
+    Section(("worlds_held_out", "worlds_held_out_shared", "worlds", "worlds_pilots", "worlds_history_shared"),
+            worlds_held_out),
     Section(("dp_ceiling", "dp_ceiling_rule"), dp_ceiling),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),

@@ -255,3 +255,17 @@ def test_the_pilot_table_with_the_starting_record_is_paired_by_seed_and_counts_t
     assert f"final J 0.917 against 0.500 (difference +0.417 [{lo:+.3f}, {hi:+.3f}]) without the record" in text
     assert "3 of the rule's 6 campaigns end at true J 0 (G0 two decisions ahead: 1), with it 0 (G0: 0)" in text
     assert "(100 episodes" in text and blank == ""
+
+
+def test_the_shared_levels_difference_is_pooled_world_by_world_over_every_family():
+    def table(values):  # {family: [q_cvu net utility per world]}
+        rows = [{"family": f, "world": w, "strategy": "q_cvu", "net_utility": v}
+                for f, vs in values.items() for w, v in enumerate(vs)]
+        return {"summary": {f: {"q_cvu": {}} for f in values}, "rows": rows}
+
+    held, first = table({"a": [0.1, 0.2]}), table({"b": [0.5, 0.5, 0.4]})
+    held_shared, first_shared = table({"a": [0.2, 0.2]}), table({"b": [0.5, 0.6, 0.4]})
+    text = "\n".join(summarize._pooled_shared([held, first], [held_shared, first_shared]))
+    diffs = np.array([0.1, 0.0, 0.0, 0.1, 0.0])
+    assert "families (a, b;" in text and summarize._diff_cell(diffs) in text and "(5 worlds)" in text
+    assert summarize._pooled_shared([held, None], [held_shared, first_shared]) == []
