@@ -22,7 +22,8 @@ Beliefs, each a prior over the full grid with the truth's costs, noise and decis
 - `true`: the truth's own joint prior (the Bayes posterior at every node);
 - `independent`: the product of the truth's marginals (no link between candidates);
 - `coupled@κ`: the product of the marginals times exp(−κ·(i0 − i1)²), the siblings pulled
-  together as a shared method level does (κ in `--kappas`).
+  together as a shared method level does (κ in `--kappas`), then rescaled to the truth's
+  marginals (iterative proportional fitting): the same belief of each candidate alone.
 
 A rule decides at each node from the posterior of its belief given the node's history (the
 same outcomes, replayed under the belief), and its value is computed exactly under the truth
@@ -40,6 +41,7 @@ difference from the same rule under the true belief with a 95% t-interval by pro
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import os
 import sys
@@ -51,7 +53,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np
 
 from benchmarks import dp_ceiling as dc
-from benchmarks.common import emit, machine
+from benchmarks.common import emit, machine, t_interval
 
 TRUTHS = ("one_fix", "one_fix_exact", "noisy", "pandora")
 RULES = {"index": dc.posterior_index_rule, "myopic": dc.myopic_rule}
@@ -103,10 +105,22 @@ def grid_marginals(p: dc.GridProblem, floor: float = 1e-6) -> np.ndarray:
     return m / m.sum(1, keepdims=True)
 
 
-def belief_problem(p: dc.GridProblem, belief: str) -> dc.GridProblem:
-    """The truth's problem under the prior `belief` ("independent" or "coupled@κ")."""
-    coupling = None if belief == "independent" else (0, 1, float(belief.split("@")[1]))
-    return dc.grid_problem(grid_marginals(p), p.cost, noise=p.noise, rounds=p.rounds, coupling=coupling)
+def belief_problem(p: dc.GridProblem, belief: str, sweeps: int = 500) -> dc.GridProblem:
+    """The truth's problem under the prior `belief` ("independent" or "coupled@κ"). A coupled
+    belief keeps the truth's marginals (iterative proportional fitting of the coupled joint), so
+    it differs from the independent one only in how the siblings are linked, as a shared level
+    does, and not in what it believes of each candidate alone."""
+    target = grid_marginals(p)
+    if belief == "independent":
+        return dc.grid_problem(target, p.cost, noise=p.noise, rounds=p.rounds)
+    q = dc.grid_problem(target, p.cost, noise=p.noise, rounds=p.rounds, coupling=(0, 1, float(belief.split("@")[1])))
+    index = q.points // 2 - dc.LEVELS[0]
+    prior = q.prior.copy()
+    for _ in range(sweeps):
+        for j in range(q.k):
+            now = np.bincount(index[:, j], weights=prior, minlength=len(dc.LEVELS))
+            prior = prior * (target[j] / now)[index[:, j]]
+    return dataclasses.replace(q, prior=prior / prior.sum())
 
 
 def replay(q: dc.GridProblem, history) -> dc.Node:
@@ -126,9 +140,7 @@ def under(rule: dc.Rule, q: dc.GridProblem | None) -> dc.Rule:
 
 def paired(values: np.ndarray, base: np.ndarray) -> dict:
     d = values - base
-    half = 1.96 * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else float("nan")
-    return {"mean": round(float(d.mean()), 5), "ci95": [round(float(d.mean() - half), 5),
-                                                          round(float(d.mean() + half), 5)]}
+    return {"mean": round(float(d.mean()), 5), "ci95": [round(x, 5) for x in t_interval(d)]}
 
 
 def evaluate(truth: str, seed: int, beliefs: list[str], library: bool, draws: int, cvu_samples: int) -> dict:

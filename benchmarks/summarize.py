@@ -1017,7 +1017,7 @@ def belief_structure(data: dict, library: dict | None = None) -> list[str]:
          "paired difference (J units) from the same rule deciding from the truth's own posterior. `one_fix`: at "
          "most one candidate is the fix (siblings anti-correlated); `noisy`: the siblings share a component; "
          "`pandora`: independent. `independent` is the product of the truth's marginals; `coupled@κ` pulls the "
-         "siblings together as a shared method level does. The truths and beliefs are described in "
+         "siblings together as a shared method level does, with the truth's marginals kept. The truths and beliefs are described in "
          "`benchmarks/bench_belief_structure.py`."), "", *_stale(data),
         "| truth | rule | " + " | ".join(beliefs) + " |", "|---" * (len(beliefs) + 2) + "|"]
     for rule in data["settings"]["rules"]:

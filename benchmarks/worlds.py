@@ -39,8 +39,8 @@ tuned to.
 |            | pilots of every adaptation but the fine-tuning                                  |
 | `siblings` | 7 adaptations (three DR, two SI, two DA); a method works or not: each works     |
 |            | with chance 0.3 and then every one of its candidates is a fix (lift 0.3–0.7)    |
-| `rivals`   | 6 adaptations (three DR, SI, DA, FT), exactly one fix, a DR one 70% of the time: |
-|            | siblings that are alternatives, one of which may be the fix                     |
+| `rivals`   | 6 adaptations (three DR, SI, DA, FT), exactly one fix, a DR one 85% of the time |
+|            | (70% drawn among the DR ones, else among all): siblings that are alternatives   |
 
 `siblings` and `rivals` were added to decide whether the levels a campaign's candidates share
 should be sized from the team's past campaigns by default: in the first, siblings share a

@@ -47,9 +47,10 @@ def test_families_draw_what_they_describe():
             fixed = {v >= 0.3 for k, v in w.lift.items() if k.startswith(m)}
             assert len(fixed) == 1, (w.seed, m, w.lift)
     assert {sum(v >= 0.3 for v in w.lift.values()) for w in siblings} >= {0, 2, 3}
-    rivals = [W.draw_world(W.HELD_OUT["rivals"], s) for s in range(60)]
+    rivals = [W.draw_world(W.HELD_OUT["rivals"], s) for s in range(200)]
     assert all(sum(v >= 0.5 for v in w.lift.values()) == 1 for w in rivals)  # exactly one fix
-    assert 0.6 < np.mean([max(w.lift, key=w.lift.get).startswith("dr") for w in rivals]) < 0.95
+    # a DR fix 0.7 + 0.3 · 3/6 = 85% of the time (sd of the share 0.025 over 200 worlds)
+    assert 0.79 < np.mean([max(w.lift, key=w.lift.get).startswith("dr") for w in rivals]) < 0.91
 
 
 def test_true_gains_follow_headroom_lineage_and_alternatives():
