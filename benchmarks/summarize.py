@@ -881,6 +881,11 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
             + (_worlds_library(library) if library else []) + (_worlds_pilots(pilots) if pilots else []))
 
 
+def _rule_worlds(table: dict, family: str) -> int:
+    """How many worlds of `family` the rule ran in `table`."""
+    return len({r["world"] for r in table["rows"] if r["family"] == family and r["strategy"] == "q_cvu"})
+
+
 def _pooled_shared(tables: list[dict | None], shared: list[dict | None]) -> list[str]:
     """The rule with the shared levels sized by the evidence minus the rule, pooled over every
     family both kinds of table ran (a world is one pair)."""
@@ -889,8 +894,16 @@ def _pooled_shared(tables: list[dict | None], shared: list[dict | None]) -> list
     diffs, families = [], []
     for sh in shared:
         for family in sh["summary"]:
-            base = next(t for t in tables if family in t["summary"] and "q_cvu" in t["summary"][family])
-            diffs.append(_paired_diffs(sh, base, family, "q_cvu"))
+            if family in families:
+                raise ValueError(f"family {family!r} is in two shared-levels tables: merge them or pass one")
+            base = [t for t in tables if family in t["summary"] and "q_cvu" in t["summary"][family]]
+            if len(base) != 1:
+                raise ValueError(f"family {family!r} has {len(base)} tables of the rule to pair with, expected one")
+            diffs.append(_paired_diffs(sh, base[0], family, "q_cvu"))
+            worlds = [_rule_worlds(t, family) for t in (sh, base[0])]
+            if not worlds[0] == worlds[1] == len(diffs[-1]):
+                raise ValueError(f"family {family!r}: {worlds[0]} worlds with the shared levels and {worlds[1]} "
+                                 f"without, {len(diffs[-1])} paired; expected the same worlds in both")
             families.append(family)
     both = np.concatenate(diffs)
     return [(f"Pooled over the {len(families)} families ({', '.join(families)}; for the families of the first "

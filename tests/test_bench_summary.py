@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 import summarize
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -269,3 +270,10 @@ def test_the_shared_levels_difference_is_pooled_world_by_world_over_every_family
     diffs = np.array([0.1, 0.0, 0.0, 0.1, 0.0])
     assert "families (a, b;" in text and summarize._diff_cell(diffs) in text and "(5 worlds)" in text
     assert summarize._pooled_shared([held, None], [held_shared, first_shared]) == []
+    # pairing that would silently drop or double worlds is refused
+    with pytest.raises(ValueError, match="'a' is in two"):
+        summarize._pooled_shared([held, first], [held_shared, held_shared])
+    with pytest.raises(ValueError, match="'b': 2 worlds with the shared levels and 3 without"):
+        summarize._pooled_shared([held, first], [held_shared, table({"b": [0.5, 0.6]})])
+    with pytest.raises(ValueError, match="'a' has 2 tables"):
+        summarize._pooled_shared([held, held], [held_shared])
