@@ -49,8 +49,8 @@ def run_notebook(name: str, workdir: Path, probe: str, monkeypatch) -> dict:
     for key, value in env.items():  # the kernel process inherits the test's environment
         monkeypatch.setenv(key, value)
     client.execute()
-    (out,) = [o for o in nb.cells[-1].outputs if o.get("name") == "stdout"]
-    return json.loads(out["text"])
+    # the kernel may send one print in several stream messages
+    return json.loads("".join(o["text"] for o in nb.cells[-1].outputs if o.get("name") == "stdout"))
 
 
 def test_notebooks_are_stored_without_outputs():
