@@ -2,7 +2,8 @@
 
 NUTS (`bayes_s2r.belief.fit`) and SVI (`bayes_s2r.belief.svi`) build one jitted function per
 (model spec, data shapes, settings) and keep the last `CACHE_SIZE` of them in a
-`functools.lru_cache`; `abstract` turns the data into a hashable key for it.
+`functools.lru_cache`; `abstract` turns the data into a hashable key for it. The decision's
+look-ahead programs compile with the same CPU options, through `LazyJit`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from numpyro import handlers
 from numpyro.distributions.transforms import biject_to
 
-__all__ = ["CACHE_SIZE", "abstract", "compiler_options", "concrete", "prior_unconstrained",
+__all__ = ["CACHE_SIZE", "LazyJit", "abstract", "compiler_options", "concrete", "prior_unconstrained",
            "unconstrained_prototype"]
 
 #: Compiled samplers kept (LRU), one per (spec, shapes, settings).
@@ -45,6 +46,30 @@ def _accepted_cpu_options() -> MappingProxyType:
             continue
         accepted[name] = value
     return MappingProxyType(accepted)
+
+
+class LazyJit:
+    """`jax.jit(fun, compiler_options=compiler_options(), **jit_kwargs)`, built at the first call.
+
+    The options depend on the backend, which must not start when a module is imported (the
+    host-device count is set before it starts). Attributes such as `lower` and `_cache_size`
+    are the jitted function's.
+    """
+
+    def __init__(self, fun, **jit_kwargs):
+        self._fun, self._jit_kwargs, self._jitted = fun, jit_kwargs, None
+        functools.update_wrapper(self, fun)
+
+    def _get(self):
+        if self._jitted is None:
+            self._jitted = jax.jit(self._fun, compiler_options=compiler_options(), **self._jit_kwargs)
+        return self._jitted
+
+    def __call__(self, *args, **kwargs):
+        return self._get()(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._get(), name)
 
 
 def abstract(tree) -> tuple:

@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtri
 
+from bayes_s2r.belief.compiled import LazyJit
 from bayes_s2r.decision.config import DecideConfig
 from bayes_s2r.decision.problem import Problem
 from bayes_s2r.decision.transition import repeat_share
@@ -174,7 +175,7 @@ def _outcomes(rng_key, arr: LookaheadArrays, num_outcomes: int, n_cap: int):
     return idx, sim(normal, uniform, theta, arr.kind, arr.a, arr.b, log_choose_table(arr.a, n_cap))
 
 
-draw_outcomes = jax.jit(_outcomes, static_argnames=("num_outcomes", "n_cap"))
+draw_outcomes = LazyJit(_outcomes, static_argnames=("num_outcomes", "n_cap"))
 draw_outcomes.__doc__ = (
     "Jitted `(rng_key, arrays, num_outcomes, n_cap) -> (idx [K], Y [K, Mb])`: the outcomes the "
     "look-ahead simulates for the same key (n_cap: `binomial_cap(problem)`)."
@@ -355,7 +356,7 @@ def _lookahead(rng_key, arr: LookaheadArrays, j_now, collapse_ess, *, num_outcom
     return cvu, se, ess.mean(0), ess.min(0), collapsed.mean(0), g0_null, util0
 
 
-_lookahead_jit = jax.jit(_lookahead, static_argnames=("num_outcomes", "batch", "block", "utility", "rule", "n_cap"))
+_lookahead_jit = LazyJit(_lookahead, static_argnames=("num_outcomes", "batch", "block", "utility", "rule", "n_cap"))
 
 
 class SecondStepArrays(NamedTuple):
@@ -459,7 +460,7 @@ def _two_step(rng_key, arr: LookaheadArrays, second: SecondStepArrays, j_now, co
     return cvu, se, ess, ess_min, col, g1_null
 
 
-_two_step_jit = jax.jit(
+_two_step_jit = LazyJit(
     _two_step, static_argnames=("num_outcomes", "batch", "block", "inner_outcomes", "inner_batch", "inner_block",
                                 "inner_draws", "utility", "rule", "n_cap"))
 

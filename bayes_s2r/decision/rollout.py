@@ -59,6 +59,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayes_s2r.belief.compiled import LazyJit
 from bayes_s2r.belief.risk import clopper_pearson_ucb
 from bayes_s2r.decision.config import DecideConfig
 from bayes_s2r.decision.index import gaussian_reservation
@@ -405,8 +406,8 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
     return cvu, se, ess.mean(0), ess.min(0), collapsed.mean(0), v_null.mean()
 
 
-_rollout_jit = jax.jit(_rollout, static_argnames=("num_outcomes", "batch", "horizon", "rule", "n_cap", "utility",
-                                                      "pilots"))
+_rollout_jit = LazyJit(_rollout, static_argnames=("num_outcomes", "batch", "horizon", "rule", "n_cap", "utility",
+                                                     "pilots"))
 
 
 def rollout_lookahead(problem: Problem, candidates: tuple[Candidate, ...], budget: Budget,

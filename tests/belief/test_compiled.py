@@ -34,3 +34,20 @@ def test_the_accepted_options_compile():
     assert set(options) <= set(compiled._CPU_COMPILER_OPTIONS)
     assert jax.jit(lambda x: x * 2).lower(1.0).compile(compiler_options=options)(3.0) == 6.0
     assert isinstance(compiled._accepted_cpu_options(), MappingProxyType)
+
+
+def test_a_lazy_jit_compiles_with_the_options_built_at_its_first_call(monkeypatch):
+    seen, jit = [], compiled.jax.jit
+    monkeypatch.setattr(compiled.jax, "jit", lambda fn, **kw: seen.append(kw) or jit(fn, **kw))
+    times = compiled.LazyJit(lambda x, n: x * n, static_argnames=("n",))
+    assert seen == []  # nothing built when defined: the backend may not have started yet
+    assert float(times(2.0, n=3)) == 6.0 and float(times(1.0, n=3)) == 3.0
+    assert seen == [{"compiler_options": compiled.compiler_options(), "static_argnames": ("n",)}]
+    assert times._cache_size() == 1  # the jitted function's own attributes
+
+
+def test_the_look_ahead_programs_compile_with_the_options():
+    from bayes_s2r.decision import lookahead, rollout
+
+    for program in (lookahead.draw_outcomes, lookahead._lookahead_jit, lookahead._two_step_jit, rollout._rollout_jit):
+        assert isinstance(program, compiled.LazyJit)
