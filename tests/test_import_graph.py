@@ -23,6 +23,7 @@ RANK = {
     "bayes_s2r.errors": 0,
     "bayes_s2r.vocab": 1,
     "bayes_s2r.outcomes": 1,
+    "bayes_s2r.compiling": 1,
     "bayes_s2r.models": 1,
     "bayes_s2r.distributed": 1,
     "bayes_s2r.evidence": 2,

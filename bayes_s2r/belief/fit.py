@@ -27,16 +27,11 @@ from numpyro.infer.hmc import hmc
 from numpyro.infer.util import constrain_fn, potential_energy
 
 from bayes_s2r.belief.assemble import assemble, extra_of, inference_data
-from bayes_s2r.belief.compiled import (
-    CACHE_SIZE,
-    abstract,
-    compiler_options,
-    concrete,
-    unconstrained_prototype,
-)
+from bayes_s2r.belief.compiled import CACHE_SIZE, abstract, concrete, unconstrained_prototype
 from bayes_s2r.belief.data import PreparedGains, iter_records, prepare_gains
 from bayes_s2r.belief.inference import NUTS, SVI, FitConfig, fit_config
 from bayes_s2r.belief.posterior import DIAGNOSTIC_THRESHOLDS, GainBelief, diagnose_draws
+from bayes_s2r.compiling import compiler_options
 from bayes_s2r.errors import InputError, require_seed
 from bayes_s2r.evidence.records import PairedEval, PairedReturns
 from bayes_s2r.models.gains import gains_model

@@ -33,16 +33,11 @@ from jax.flatten_util import ravel_pytree
 from numpyro.infer.util import constrain_fn, potential_energy
 
 from bayes_s2r.belief.assemble import assemble, extra_of, inference_data
-from bayes_s2r.belief.compiled import (
-    CACHE_SIZE,
-    abstract,
-    compiler_options,
-    concrete,
-    unconstrained_prototype,
-)
+from bayes_s2r.belief.compiled import CACHE_SIZE, abstract, concrete, unconstrained_prototype
 from bayes_s2r.belief.data import PreparedGains
 from bayes_s2r.belief.inference import GUIDES, SVI
 from bayes_s2r.belief.posterior import GainBelief
+from bayes_s2r.compiling import compiler_options
 from bayes_s2r.errors import InputError
 from bayes_s2r.models.gains import gains_model
 

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtri
 
-from bayes_s2r.belief.compiled import LazyJit
+from bayes_s2r.compiling import LazyJit
 from bayes_s2r.decision.config import DecideConfig
 from bayes_s2r.decision.problem import Problem
 from bayes_s2r.decision.transition import repeat_share

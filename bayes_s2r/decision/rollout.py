@@ -59,8 +59,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayes_s2r.belief.compiled import LazyJit
 from bayes_s2r.belief.risk import clopper_pearson_ucb
+from bayes_s2r.compiling import LazyJit
 from bayes_s2r.decision.config import DecideConfig
 from bayes_s2r.decision.index import gaussian_reservation
 from bayes_s2r.decision.lookahead import (

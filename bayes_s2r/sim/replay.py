@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayes_s2r.compiling import LazyJit
 from bayes_s2r.sim.params import MAX_LATENCY, Params
 from bayes_s2r.sim.rollout import _control_step, _reacher_ik, _reacher_obs, _setup
 from bayes_s2r.sim.world import World
@@ -50,7 +51,7 @@ def _replay_segment(env, backend, policy, params, q0, qd0, goal, buf0, exc):
     return obs
 
 
-@functools.partial(jax.jit, static_argnames=("env", "backend"))
+@functools.partial(LazyJit, static_argnames=("env", "backend"))
 def residuals(log_scales, latency, base, env, policy, q0, qd0, goal, buf0, exc, obs, mask, scale,
               backend="generalized"):
     """Per-episode normalised replay residuals [K, M·S·obs] and their Jacobian [K, M·S·obs, 3].
@@ -95,7 +96,7 @@ def segments(world: World, obs, action, exc, mask, setup, length: int):
     seg_mask[:, :, 0] = 0.0
     return tuple(x.astype(np.float32) for x in (q0, qd0, goal, buf0, cut(exc), cut(obs), seg_mask))
 
-@functools.partial(jax.jit, static_argnames=("env", "backend"))
+@functools.partial(LazyJit, static_argnames=("env", "backend"))
 def sse_population(log_scales, latencies, base, env, policy, q0, qd0, goal, buf0, exc, obs, mask, scale,
                    backend="generalized"):
     """Replay SSE of each (log-scales [P, 3], latency [P]) pair: [P]."""

@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayes_s2r.compiling import LazyJit
 from bayes_s2r.distributed.devices import batch_mesh
 from bayes_s2r.distributed.placement import place_batch, unpad
 from bayes_s2r.errors import InputError, require_int
@@ -334,7 +335,7 @@ _EPISODES = MappingProxyType({"inverted_pendulum": _episode, "reacher": _episode
 CHUNK = 256
 
 
-@functools.partial(jax.jit, static_argnames=("env", "protocol", "backend"))
+@functools.partial(LazyJit, static_argnames=("env", "protocol", "backend"))
 def _chunk_fn(env, protocol, policies, params, q0, qd0, keys, excitation, backend="generalized"):
     episode = _EPISODES[env]
     fn = lambda pol, prm, a, b, k, e: episode(env, backend, protocol, pol, prm, a, b, k, e)

@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayes_s2r.compiling import LazyJit
 from bayes_s2r.errors import InputError
 from bayes_s2r.sim.policy import as_policy
 from bayes_s2r.sim.si_fit import (
@@ -154,7 +155,7 @@ def _replay(task: Task, space: ParamSpace, values, key, actions):
 STEP = 1e-2
 
 
-@functools.partial(jax.jit, static_argnames=("task", "space", "idx", "coords"))
+@functools.partial(LazyJit, static_argnames=("task", "space", "idx", "coords"))
 def _residuals(theta, latency, nominal, keys, actions, obs, mask, scale, task, space, idx, coords):
     """Per-episode scaled residuals [K, T·n] and their Jacobian in θ [K, T·n, P] by central
     differences: the 2P + 1 replays run as one batch of the forward replay."""

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayes_s2r.compiling import LazyJit
 from bayes_s2r.errors import InputError, require_int
 from bayes_s2r.sim.policy import as_policy
 from bayes_s2r.sim.space import ParamSpace, space_of
@@ -251,7 +252,7 @@ def episode_fn(task: Task, policy, space: ParamSpace | None = None) -> Callable:
     return functools.partial(_episode, task, space_of(space), pol.apply, pol.keyed)
 
 
-@functools.partial(jax.jit, static_argnames=("task", "space", "apply", "keyed"))
+@functools.partial(LazyJit, static_argnames=("task", "space", "apply", "keyed"))
 def _chunk_fn(task, space, apply, keyed, params, values, keys):
     # the episodes are always returned (the scan builds them anyway), so recording them, e.g.
     # to log data for identification, reuses the compiled chunk

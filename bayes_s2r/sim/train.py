@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from bayes_s2r.compiling import LazyJit
 from bayes_s2r.distributed.devices import batch_mesh
 from bayes_s2r.errors import InputError, require_int, require_positive
 from bayes_s2r.sim.params import DRSpec, broadcast_params, sample_params
@@ -82,7 +83,7 @@ def _check_config(config: ESConfig) -> ESConfig:
     return config
 
 
-@functools.partial(jax.jit, static_argnames=("population", "episodes"))
+@functools.partial(LazyJit, static_argnames=("population", "episodes"))
 def _perturb(key, theta, sigma, population, episodes):
     """Antithetic population, tiled over episodes: thetas [P*E, 5] and eps [P/2, 5]."""
     eps = jax.random.normal(key, (population // 2, theta.shape[0]))
@@ -90,7 +91,7 @@ def _perturb(key, theta, sigma, population, episodes):
     return jnp.repeat(thetas, episodes, axis=0), eps
 
 
-@functools.partial(jax.jit, static_argnames=("population", "episodes", "horizon", "tx"))
+@functools.partial(LazyJit, static_argnames=("population", "episodes", "horizon", "tx"))
 def _update(stats, eps, theta, opt_state, sigma, population, episodes, horizon, tx):
     """Centred-rank ES gradient and one Adam step (maximising fitness)."""
     fit = stats.score + 0.5 * stats.steps_alive / horizon

@@ -1,11 +1,13 @@
-"""The fits' XLA options: only those the installed XLA accepts are passed."""
+"""The library's XLA options on a CPU: only those the installed XLA accepts are passed, and the
+programs that compile with them."""
 
+import importlib
 from types import MappingProxyType
 
 import jax
 import pytest
 
-from bayes_s2r.belief import compiled
+from bayes_s2r import compiling as compiled
 
 
 def test_an_option_this_xla_rejects_is_left_out(monkeypatch):
@@ -46,8 +48,13 @@ def test_a_lazy_jit_compiles_with_the_options_built_at_its_first_call(monkeypatc
     assert times._cache_size() == 1  # the jitted function's own attributes
 
 
-def test_the_look_ahead_programs_compile_with_the_options():
+def test_the_look_ahead_and_episode_programs_compile_with_the_options():
     from bayes_s2r.decision import lookahead, rollout
+    # the testbed's package exports functions named like some of its modules
+    replay, sysid_task, task, train, episodes = (importlib.import_module(f"bayes_s2r.sim.{m}") for m in
+                                                 ("replay", "sysid_task", "task", "train", "rollout"))
 
-    for program in (lookahead.draw_outcomes, lookahead._lookahead_jit, lookahead._two_step_jit, rollout._rollout_jit):
-        assert isinstance(program, compiled.LazyJit)
+    programs = (lookahead.draw_outcomes, lookahead._lookahead_jit, lookahead._two_step_jit, rollout._rollout_jit,
+                task._chunk_fn, episodes._chunk_fn, sysid_task._residuals, replay.residuals, replay.sse_population,
+                train._perturb, train._update)
+    assert all(isinstance(p, compiled.LazyJit) for p in programs)
