@@ -39,13 +39,27 @@ def test_the_accepted_options_compile():
 
 
 def test_a_lazy_jit_compiles_with_the_options_built_at_its_first_call(monkeypatch):
+    options = compiled.compiler_options()  # its probe compiles before jax.jit is watched
     seen, jit = [], compiled.jax.jit
     monkeypatch.setattr(compiled.jax, "jit", lambda fn, **kw: seen.append(kw) or jit(fn, **kw))
     times = compiled.LazyJit(lambda x, n: x * n, static_argnames=("n",))
     assert seen == []  # nothing built when defined: the backend may not have started yet
     assert float(times(2.0, n=3)) == 6.0 and float(times(1.0, n=3)) == 3.0
-    assert seen == [{"compiler_options": compiled.compiler_options(), "static_argnames": ("n",)}]
+    assert seen == [{"compiler_options": options, "static_argnames": ("n",)}]
     assert times._cache_size() == 1  # the jitted function's own attributes
+
+
+def test_a_lazy_jit_runs_inside_other_transformations():
+    """Only a top-level jit takes compiler options: inside jit, grad, scan or vmap the same
+    function runs through a plain jit, with the same values."""
+    square = compiled.LazyJit(lambda x, n: x**n, static_argnames=("n",))
+    x = jax.numpy.float32(3.0)
+    assert float(jax.jit(lambda y: square(y, n=2))(x)) == 9.0
+    assert float(jax.grad(lambda y: square(y, n=2))(x)) == 6.0
+    total, _ = jax.lax.scan(lambda c, y: (c + square(y, n=2), None), 0.0, jax.numpy.arange(3.0))
+    assert float(total) == 5.0
+    assert jax.vmap(lambda y: square(y, n=2))(jax.numpy.arange(3.0)).tolist() == [0.0, 1.0, 4.0]
+    assert float(square(x, n=2)) == 9.0 and square._cache_size() == 1
 
 
 def test_the_look_ahead_and_episode_programs_compile_with_the_options():
