@@ -65,6 +65,12 @@ class DecideConfig(NamedTuple):
             see `bayes_s2r.decision.rollout`).
         horizon: decisions left after this one, for the "rollout" continuation (0: none,
             CVU = 0).
+        rollout_margin: with the "rollout" continuation, a choice other than the base
+            policy's own (a candidate or the stop) is made only when its Q is above the base
+            policy's choice by more than this many Monte-Carlo standard errors of the paired
+            difference; otherwise the base policy's choice is made (0: plain argmax Q).
+            Rollout improves on its base policy in expectation, but an argmax over noisy
+            estimates follows the noise where the candidates are close.
     """
 
     alpha_exec: float = 0.05
@@ -87,6 +93,7 @@ class DecideConfig(NamedTuple):
     inner_draws: int = 512
     continuation: str = "g0"
     horizon: int = 1
+    rollout_margin: float = 1.0
 
     @property
     def functional(self) -> Utility:
@@ -127,6 +134,7 @@ class DecideConfig(NamedTuple):
         require_choice("multi", cfg.multi, MULTI_MODES)
         require_choice("continuation", cfg.continuation, CONTINUATIONS)
         horizon = require_int("horizon", cfg.horizon, 0)
+        margin = require_finite_nonneg("rollout_margin", cfg.rollout_margin)
         if depth == 2 and cfg.continuation == "rollout":  # the rollout already sees every round left
             raise InputError("lookahead_depth", cfg.lookahead_depth,
                              "1 with continuation 'rollout' (it looks over all the decisions left); 2 with 'g0'")
@@ -134,4 +142,5 @@ class DecideConfig(NamedTuple):
             alpha_exec=alpha, delta=delta, beta=beta, cvu_samples=k, seed=seed, utility_level=level,
             collapse_ess=ess, bucket=bucket, chunk_bytes=chunk, objectives=objectives, objective_tol=tol,
             lookahead_depth=depth, inner_samples=inner_k, inner_draws=inner_s, horizon=horizon,
+            rollout_margin=margin,
         )

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_s2r.decision.config import DecideConfig
-from bayes_s2r.decision.lookahead import lookahead
+from bayes_s2r.decision.lookahead import BaseAction, lookahead
 from bayes_s2r.decision.objectives import rank_alternatives, secondary_gains, split_objectives
 from bayes_s2r.decision.problem import build_problem
 from bayes_s2r.decision.result import Decision
@@ -39,6 +39,21 @@ def _lookahead_on(devices: Any, prob, cfg, rule):
     from bayes_s2r.decision.sharded import sharded_lookahead  # JAX's sharding, only when asked
 
     return sharded_lookahead(prob, cfg, rule, devices=devices)
+
+
+def _fortified(best, q, stop_q, feasible, base: BaseAction | None, cfg: DecideConfig):
+    """`best`, unless the rollout's base policy chose otherwise and `best` beats its choice by
+    no more than `cfg.rollout_margin` Monte-Carlo standard errors: then the base policy's
+    choice (a fortified rollout: the noise of the estimates must not make the rule worse than
+    the policy it improves on)."""
+    if base is None or cfg.rollout_margin <= 0:
+        return best
+    b = base.index
+    if b == best or (b is not None and not feasible[b]):
+        return best
+    se = base.se_alone[b] if best is None else base.se_alone[best] if b is None else base.se_versus[best]
+    lead = (stop_q if best is None else q[best]) - (stop_q if b is None else q[b])
+    return best if lead > cfg.rollout_margin * cfg.beta * se else b
 
 
 def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk: Any = None,
@@ -114,6 +129,8 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
     else:
         ranking = rank_alternatives(prob.names, q, feasible, sec, cfg, stop_q)
         best, rank, front = ranking.best, ranking.rank, ranking.front
+        if len(split.objectives) == 1:
+            best = _fortified(best, q, stop_q, feasible, la.base, cfg)
         stop_reason = None if best is not None else "economic"
 
     draw_gains = np.where(prob.is_adapt[None, :], prob.draws[:, np.maximum(prob.gain_col, 0)], 0.0)
@@ -136,6 +153,8 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
         table = table.join(sec)
         table["rank"] = rank
     table.attrs["utility"] = cfg.functional.label
+    if la.base is not None:  # the rollout's base policy's own choice, which `rollout_margin` defers to
+        table.attrs["base_choice"] = prob.names[la.base.index] if la.base.index is not None else None
 
     return Decision(
         table=table, best=prob.names[best] if best is not None else None, stop_reason=stop_reason,

@@ -7,11 +7,16 @@ z (Weitzman, Econometrica 1979). Here X is a candidate's gain ΔJ over the deplo
 so the prize in hand is 0 and a try is worth making while its z is above 0.
 
 `reservation_values` solves the equation exactly over posterior draws (the `pandora`
-strategy); `gaussian_reservation` solves it for a Gaussian belief, in JAX, for the rollout
-planner's base policy.
+strategy); `gaussian_reservation` solves it for a Gaussian belief; `shape_reservation` solves it
+in JAX for a belief of a given shape moved to a new mean and sd, for the rollout planner's base
+policy, whose beliefs move by Gaussian updates while a candidate's shape (a rare fix among
+near-zero effects, a heavy tail) is what its index mostly depends on.
 """
 
 from __future__ import annotations
+
+import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -20,7 +25,8 @@ from jax.scipy.stats import norm
 
 from bayes_s2r.errors import InputError
 
-__all__ = ["gaussian_reservation", "reservation_values"]
+__all__ = ["ReservationShape", "gaussian_reservation", "reservation_shape", "reservation_values",
+           "shape_reservation"]
 
 
 def reservation_values(draws, cost) -> np.ndarray:
@@ -89,3 +95,57 @@ def gaussian_reservation(mean, sd, cost, *, iterations: int = 48):
 
     lo, hi = jax.lax.fori_loop(0, iterations, halve, (lo, hi))
     return jnp.where(wide, mean + safe * 0.5 * (lo + hi), mean - cost)
+
+
+class ReservationShape(NamedTuple):
+    """Each candidate's standardized draws Z = (X − mean)/sd, sorted from the largest.
+
+    Attributes:
+        sorted: [S, M] z_(1) ≥ z_(2) ≥ … per column (0 for a column without spread).
+        cumsum: [S, M] their cumulative sums C_k.
+        excess: [S, M] E[(Z − z_(k))^+] = (C_k − k·z_(k))/S, nondecreasing in k.
+        quantiles: [Q, M] Q ≤ `num_quantiles` evenly spaced order statistics of Z, for the mean
+            of a function of the gain at a fraction of the draws' cost.
+    """
+
+    sorted: jax.Array
+    cumsum: jax.Array
+    excess: jax.Array
+    quantiles: jax.Array
+
+
+def reservation_shape(draws, num_quantiles: int = 256) -> ReservationShape:
+    """The `ReservationShape` of [S, M] draws (JAX)."""
+    x = jnp.asarray(draws, jnp.float32)
+    s = x.shape[0]
+    sd = x.std(0)
+    wide = sd > 1e-9
+    z = jnp.where(wide, (x - x.mean(0)) / jnp.where(wide, sd, 1.0), 0.0)
+    srt = -jnp.sort(-z, axis=0)
+    cum = jnp.cumsum(srt, axis=0)
+    k = jnp.arange(1, s + 1, dtype=jnp.float32)[:, None]
+    excess = jax.lax.cummax((cum - k * srt) / s, axis=0)  # rounding must not break the order
+    q = min(s, num_quantiles)
+    pick = ((jnp.arange(q) + 0.5) * s / q).astype(jnp.int32)
+    return ReservationShape(srt, cum, excess, srt[pick])
+
+
+def shape_reservation(shape: ReservationShape, mean, sd, cost):
+    """z [M] with E[(X − z)^+] = cost for X = mean + sd·Z, Z the shape's standardized draws
+    (JAX; mean, sd, cost [M]).
+
+    z = mean + sd·u where E[(Z − u)^+] = cost/sd = r: on the piece u ∈ [z_(k+1), z_(k)] the
+    excess is (C_k − k·u)/S, so u = (C_k − S·r)/k with k the number of breakpoints whose excess
+    is at most r (below every draw, E[(Z − u)^+] = −u, which is the same formula at k = S).
+    With the draws' own mean and sd this is `reservation_values` of the draws; a belief with sd
+    0 gives z = mean − cost.
+    """
+    mean, sd, cost = (jnp.asarray(v, jnp.float32) for v in (mean, sd, cost))
+    s = shape.sorted.shape[0]
+    wide = sd > 1e-9
+    r = cost / jnp.where(wide, sd, 1.0)
+    count = jax.vmap(functools.partial(jnp.searchsorted, side="right"), in_axes=(1, 0))(shape.excess, r)
+    k = jnp.clip(count, 1, s)
+    c_k = jnp.take_along_axis(shape.cumsum, (k - 1)[None, :], axis=0)[0]
+    u = (c_k - s * r) / k.astype(jnp.float32)
+    return jnp.where(wide, mean + sd * u, mean - cost)

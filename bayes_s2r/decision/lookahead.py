@@ -52,6 +52,7 @@ from bayes_s2r.outcomes import (
 )
 
 __all__ = [
+    "BaseAction",
     "LookaheadArrays",
     "LookaheadResult",
     "SecondStepArrays",
@@ -92,6 +93,22 @@ class LookaheadArrays(NamedTuple):
     valid: jax.Array
 
 
+class BaseAction(NamedTuple):
+    """What the rollout's base policy would do now, and the Monte-Carlo error of each
+    candidate's Q against it.
+
+    Attributes:
+        index: the candidate it runs (or pays for: a probe, a pilot); None: it stops.
+        se_versus: [M] standard error of E[V(s^m)] − E[V(s^index)], paired over scenarios
+            (of E[V(s^m)] alone when the base policy stops).
+        se_alone: [M] standard error of E[V(s^m)] (Q(m) against the stop's score).
+    """
+
+    index: int | None
+    se_versus: np.ndarray
+    se_alone: np.ndarray
+
+
 class LookaheadResult(NamedTuple):
     """Per-candidate look-ahead results (NumPy, length M).
 
@@ -102,6 +119,7 @@ class LookaheadResult(NamedTuple):
         ess_min: smallest effective sample size over outcomes.
         collapsed: share of outcomes that used the moment-matched Gaussian update.
         g0_null: G0(s^∅).
+        base: the rollout's base policy's own choice now (`BaseAction`); None for G0.
     """
 
     cvu: np.ndarray
@@ -110,6 +128,9 @@ class LookaheadResult(NamedTuple):
     ess_min: np.ndarray
     collapsed: np.ndarray
     g0_null: float
+    base: BaseAction | None = None
+
+
 
 
 def bucket_size(m: int, bucket: int) -> int:

@@ -7,7 +7,11 @@ scenarios drawn from the posterior, and V is its mean return (policy rollout, Be
     CVU(m) = E_j[V_base(s^{m,Y_{m,j}}; θ_j)] − E_j[V_base(s^∅; θ_j)],   Q(m) = U0(m) + β·CVU(m).
 
 Acting with argmax Q and following the base policy afterwards is the rollout policy, which
-under the model does no worse than the base policy. The stop scores −β·V_base(s^∅), so the
+under the model does no worse than the base policy. With estimated values it can: where
+candidates are close, the argmax follows the Monte-Carlo noise. So `decide` defers to the base
+policy's own choice now unless another beats it by `DecideConfig.rollout_margin` standard
+errors of the paired difference (a fortified rollout; `BaseAction` carries that choice and
+the errors). The stop scores −β·V_base(s^∅), so the
 rule acts exactly when U0(m) + β·E[V(s^{m,Y})] > 0 for some m.
 
 Scenarios. Scenario j is the j-th outcome of the one-step look-ahead: the joint posterior
@@ -20,8 +24,10 @@ moment-matched update where they collapse). A safety probe's simulated unsafe co
 its candidate's gate in the scenarios where it would pass the gate.
 
 Base policy: Weitzman's index rule on that belief. Each decision tries the untried feasible
-adaptation with the largest reservation value z (`index.gaussian_reservation`, E[(ΔJ − z)^+]
-= C_λ under the belief's mean and sd) and stops once no z is above 0. The index is optimal
+adaptation with the largest reservation value z (`index.shape_reservation`, E[(ΔJ − z)^+] = C_λ
+for a gain of the belief's mean and sd and the shape of the posterior's draws: a candidate that
+is rarely a large fix has a higher index than a Gaussian of its mean and sd) and stops once no
+z is above 0. The index is optimal
 while further tries can follow; the last try (the last decision, or a budget that affords no
 further try after any of them) is chosen by what it keeps net of its price, as it is all
 that try is worth. A candidate shut by the
@@ -62,8 +68,9 @@ import numpy as np
 from bayes_s2r.belief.risk import clopper_pearson_ucb
 from bayes_s2r.compiling import LazyJit
 from bayes_s2r.decision.config import DecideConfig
-from bayes_s2r.decision.index import gaussian_reservation
+from bayes_s2r.decision.index import ReservationShape, reservation_shape, shape_reservation
 from bayes_s2r.decision.lookahead import (
+    BaseAction,
     LookaheadArrays,
     LookaheadResult,
     binomial_cap,
@@ -77,7 +84,7 @@ from bayes_s2r.decision.lookahead import (
     simulate_outcome,
 )
 from bayes_s2r.decision.problem import Problem
-from bayes_s2r.decision.utility import Utility, adopt_moment, evaluation_noise, evaluation_sd
+from bayes_s2r.decision.utility import Utility, adopt_moment, adopt_shape, evaluation_noise, evaluation_sd
 from bayes_s2r.vocab import Budget, Candidate, ResourceWeights
 
 __all__ = ["RolloutArrays", "base_policy_value", "pilot_targets", "probe_openings", "rollout_arrays",
@@ -285,10 +292,13 @@ def _pilot_gradient(ro: RolloutArrays, arr: LookaheadArrays, w: _Walk, left):
     return jnp.where(runnable, net, -jnp.inf)
 
 
-def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk, noise, opens, *,
-                      utility: Utility, pilots: bool = False):
-    """The index policy's return in one scenario: `noise` [H] standard normals, one per
-    decision; `opens` [Mb] whether each probe would open its gate in this scenario.
+def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, shape: ReservationShape, walk: _Walk, noise,
+                      opens, *, utility: Utility, pilots: bool = False):
+    """The index policy's return in one scenario, and its first action (the candidate it runs
+    or pays for, −1: the stop): `noise` [H] standard normals, one per decision; `opens` [Mb]
+    whether each probe would open its gate in this scenario. A
+    candidate's reservation value is that of its believed mean and sd with `shape`'s
+    standardized draws (the posterior's shape now).
 
     A gated candidate with a probe competes with the probe's price spread over its chance
     to open the gate; picking it runs the probe, which opens the gate or not. With `pilots`,
@@ -306,8 +316,8 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk
         options = ok | can_probe
         # a try is made only if what its noisy evaluation will keep pays for it (and the probe
         # that opens it): the index ranks, the adoption-aware value decides whether to go on
-        kept = adopt_moment(w.mean, sd, evaluation_sd(arr.kind, arr.a, w.j, jnp), jnp) - reach
-        z = gaussian_reservation(w.mean, sd, reach)
+        kept = adopt_shape(shape.quantiles, w.mean, sd, evaluation_sd(arr.kind, arr.a, w.j, jnp)) - reach
+        z = shape_reservation(shape, w.mean, sd, reach)
         # the index ranks tries while another can follow; the last one is worth what it keeps
         after = jax.vmap(lambda b: _affordable(ro, b))(w.budget[None, :] - ro.cost)  # [k, j]: j fits after k
         follows = jnp.any(after & options[None, :] & (rows[:, None] != rows[None, :]), axis=1)
@@ -339,11 +349,11 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, walk: _Walk
             budget=jnp.where(go, w.budget - ro.cost[spent], w.budget),
             avail=jnp.where(tried, jnp.where(probing, opens[probe[pick]], w.avail & ~trying), w.avail),
             gated=w.gated & ~(tried & probing), alive=go,
-            value=w.value + jnp.where(go, jnp.where(keep, g, 0.0) - price[spent], 0.0)), None
+            value=w.value + jnp.where(go, jnp.where(keep, g, 0.0) - price[spent], 0.0)), jnp.where(go, spent, -1)
 
     left = jnp.arange(noise.shape[0], 0, -1)
-    walk, _ = jax.lax.scan(step, walk, (noise, left))
-    return walk.value
+    walk, actions = jax.lax.scan(step, walk, (noise, left))
+    return walk.value, actions[0]
 
 
 def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_ess, *, num_outcomes: int,
@@ -355,7 +365,8 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
     dev = moments.gain_dev
     rhs = jnp.concatenate([dev, dev**2, jnp.ones((num_draws, 1), dev.dtype)], axis=1)
     rows = jnp.arange(mb)
-    walk_value = functools.partial(base_policy_value, rule, ro, arr, utility=utility, pilots=pilots)
+    walk_value = functools.partial(base_policy_value, rule, ro, arr, reservation_shape(arr.gains), utility=utility,
+                                   pilots=pilots)
     # the draws' covariance of the gains; after a first step, its correlations with the
     # updated variances (the importance weights give each next state's variances only)
     cov0 = dev.T @ dev / num_draws
@@ -391,11 +402,11 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
                           budget=ro.budget - ro.cost[m],
                           avail=(ro.base_ok | (ro.gated & probed & opens[m])) & (rows != m),
                           gated=ro.gated & ~probed, alive=jnp.bool_(True), value=jnp.float32(0.0))
-            return walk_value(_keep_gain(rule, start, m, kept[m]), noise, opens)
+            return walk_value(_keep_gain(rule, start, m, kept[m]), noise, opens)[0]
 
         null = _Walk(j=j_now, theta=theta, mean=moments.gain_mean, cov=cov0, budget=ro.budget, avail=ro.base_ok,
                      gated=ro.gated, alive=jnp.bool_(True), value=jnp.float32(0.0))
-        return jax.vmap(after)(rows), walk_value(null, noise, opens), ess, collapsed.astype(jnp.float32)
+        return jax.vmap(after)(rows), walk_value(null, noise, opens)[0], ess, collapsed.astype(jnp.float32)
 
     control_all = jax.random.normal(jax.random.fold_in(rng_key, 5), (num_outcomes,))
     plan = (idx, eps_all, u_all, ro.opens, noise_all, control_all)
@@ -403,7 +414,16 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
     diff = v - v_null[:, None]
     cvu = diff.mean(0)
     se = diff.std(0, ddof=1) / math.sqrt(num_outcomes)
-    return cvu, se, ess.mean(0), ess.min(0), collapsed.mean(0), v_null.mean()
+    # the base policy's own choice now, with this decision among those left (what it picks
+    # depends on the belief now, not on the scenario), and the paired error of each
+    # candidate's V against that choice's (against 0 for the stop)
+    now = _Walk(j=j_now, theta=arr.gains[0], mean=moments.gain_mean, cov=cov0, budget=ro.budget, avail=ro.base_ok,
+                gated=ro.gated, alive=jnp.bool_(True), value=jnp.float32(0.0))
+    _, base = walk_value(now, jnp.zeros(horizon + 1), ro.opens[0])
+    versus = v - jnp.where(base >= 0, v[:, jnp.maximum(base, 0)], 0.0)[:, None]
+    se_base = versus.std(0, ddof=1) / math.sqrt(num_outcomes)
+    se_alone = v.std(0, ddof=1) / math.sqrt(num_outcomes)
+    return cvu, se, ess.mean(0), ess.min(0), collapsed.mean(0), v_null.mean(), base, se_base, se_alone
 
 
 _rollout_jit = LazyJit(_rollout, static_argnames=("num_outcomes", "batch", "horizon", "rule", "n_cap", "utility",
@@ -426,5 +446,7 @@ def rollout_lookahead(problem: Problem, candidates: tuple[Candidate, ...], budge
                        jnp.float32(config.collapse_ess), num_outcomes=config.cvu_samples, batch=batch,
                        horizon=config.horizon, rule=rule, n_cap=binomial_cap(problem),
                        utility=config.functional, pilots=ro.has_pilots)
-    cvu, se, ess, ess_min, col, v_null = (np.asarray(x, dtype=np.float64) for x in out)
-    return LookaheadResult(cvu[:m], se[:m], ess[:m], ess_min[:m], col[:m], float(v_null))
+    cvu, se, ess, ess_min, col, v_null, _, se_base, se_alone = (np.asarray(x, dtype=np.float64) for x in out)
+    base = int(out[6])
+    return LookaheadResult(cvu[:m], se[:m], ess[:m], ess_min[:m], col[:m], float(v_null),
+                           BaseAction(base if 0 <= base < m else None, se_base[:m], se_alone[:m]))

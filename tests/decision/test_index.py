@@ -1,11 +1,12 @@
 """Reservation values (Weitzman's index) against closed forms, and the adopt functional
 against exact binomial and Monte-Carlo references."""
 
+import jax
 import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from bayes_s2r.decision.index import gaussian_reservation, reservation_values
+from bayes_s2r.decision.index import gaussian_reservation, reservation_shape, reservation_values, shape_reservation
 from bayes_s2r.decision.utility import adopt_moment, adoption_probability
 from bayes_s2r.errors import InputError
 
@@ -35,6 +36,36 @@ def test_reservation_values_match_closed_forms():
     assert reservation_values(u, [3.0])[0] == pytest.approx(0.5 - 3.0, abs=1e-6)  # below every draw
     g = stats.norm.ppf((np.arange(100_000) + 0.5) / 100_000, 0.1, 0.2)[:, None]
     assert reservation_values(g, [0.03])[0] == pytest.approx(_gaussian_root(0.1, 0.2, 0.03), abs=2e-3)
+
+
+def _fix_or_not(num_draws=4000, seed=0):
+    """[S, 3] a rare large fix among near-zero effects, a Gaussian, and a constant."""
+    rng = np.random.default_rng(seed)
+    fix = rng.random(num_draws) < 0.2
+    return np.stack([np.where(fix, rng.normal(0.6, 0.1, num_draws), rng.normal(0.0, 0.02, num_draws)),
+                     rng.normal(0.1, 0.2, num_draws), np.full(num_draws, 0.05)], axis=1)
+
+
+@pytest.mark.parametrize("cost", [[0.03, 0.01, 0.02], [0.0, 0.0, 0.0], [5.0, 1e-6, 0.3]])
+def test_shape_reservation_with_the_draws_own_moments_is_the_exact_index(jit_mode, cost):
+    x = _fix_or_not()
+    z = jax.jit(shape_reservation)(reservation_shape(x), x.mean(0), x.std(0), np.asarray(cost))
+    np.testing.assert_allclose(np.asarray(z), reservation_values(x, cost), rtol=1e-4, atol=1e-4)
+
+
+def test_shape_reservation_moves_the_shape_to_a_new_mean_and_sd(jit_mode):
+    """z of mean + sd·Z is the exact index of the draws moved there; a rare fix has a higher
+    index than a Gaussian of its mean and sd, and a Gaussian shape gives the Gaussian index."""
+    x = _fix_or_not()
+    std = (x - x.mean(0)) / np.where(x.std(0) > 0, x.std(0), 1.0)
+    mean, sd, cost = np.array([0.1, -0.05, 0.2]), np.array([0.3, 0.1, 0.0]), np.array([0.05, 0.02, 0.01])
+    z = np.asarray(jax.jit(shape_reservation)(reservation_shape(x), mean, sd, cost))
+    np.testing.assert_allclose(z[:2], reservation_values(mean[:2] + sd[:2] * std[:, :2], cost[:2]),
+                               rtol=1e-4, atol=1e-4)
+    assert z[2] == pytest.approx(0.19, abs=1e-6)  # no spread: mean − cost
+    gauss = np.asarray(gaussian_reservation(mean, sd, cost))
+    assert z[0] > gauss[0] + 0.05
+    assert z[1] == pytest.approx(gauss[1], abs=0.01)
 
 
 def test_reservation_values_reject_bad_input():
