@@ -331,7 +331,7 @@ def _per_strategy(data: dict) -> list[str]:
 def allocation(data: dict, name: str = "allocation", title: str = "Allocation quality",
                note: str | None = None, library: dict | None = None) -> list[str]:
     s = data["settings"]
-    out = _head(name, title, data) + ([note, ""] if note else [])
+    out = _head(name, title, data) + ([note, ""] if note else []) + _stale(data)
     out += [(f"{len(s['worlds'])} hidden worlds × {s['seeds']} seeds × up to {s['rounds']} rounds, the same "
             f"budget for every strategy (real {s['budget_real']:g} h, compute {s['budget_compute']:g}, "
             f"eng {s['budget_eng']:g} h). Mean true J_real of the deployed policy; in brackets the 95% "
@@ -686,7 +686,7 @@ def _worlds_skew(skew: dict, base: dict) -> list[str]:
 def _worlds_pooled(pooled: dict, base: dict, first: dict) -> list[str]:
     """The rule and its rivals under one pooled mean for all methods (`base`: its table with its
     pilots family), against the first table (`first`, likewise)."""
-    table = {"settings": {}, **base}
+    table = {**base, "settings": {"rule_note": pooled["settings"].get("rule_note")}}
     return _worlds_rivals(table, (
         "Under a team prior with one mean for all methods (gain_loc 0.3, `--gain-prior history-pooled`: "
         f"`{COMMANDS['worlds_pooled']}` and `{COMMANDS['worlds_pilots_pooled']}`, {pooled['settings']['worlds']} "
@@ -926,7 +926,7 @@ def worlds_held_out(data: dict, shared: dict | None = None, *pooled) -> list[str
         return out
     out += [(f"The rule with the levels a campaign's candidates share sized by the evidence "
              f"(`{COMMANDS['worlds_held_out_shared']}`, {_machine(shared)}), against the rule above and the best "
-             "rival of each family's table, paired by world:"), "", *_merged_parts(shared["settings"]),
+             "rival of each family's table, paired by world:"), "", *_stale(shared), *_merged_parts(shared["settings"]),
             ("| family | shared levels chosen (× the library's) | decisions (with the stop) | q_cvu − q_cvu above, 95% "
              "| best rival − q_cvu, 95% |"), "|---|---|---|---|---|"]
     for family in shared["summary"]:
@@ -1038,7 +1038,7 @@ def belief_structure(data: dict, library: dict | None = None) -> list[str]:
     out.append("")
     if library:
         out += [(f"The library's rule (`q_cvu+tr`: rollout look-ahead, alternatives transition; "
-                 f"`{COMMANDS['belief_structure_library']}`, {_machine(library)}):"), "",
+                 f"`{COMMANDS['belief_structure_library']}`, {_machine(library)}):"), "", *_stale(library),
                 "| truth | rule | " + " | ".join(library["settings"]["beliefs"]) + " |",
                 "|---" * (len(library["settings"]["beliefs"]) + 2) + "|", *_belief_rows(library, "q_cvu+tr"), ""]
     return out

@@ -84,7 +84,13 @@ from bayes_s2r.decision.lookahead import (
     simulate_outcome,
 )
 from bayes_s2r.decision.problem import Problem
-from bayes_s2r.decision.utility import Utility, adopt_moment, adopt_shape, evaluation_noise, evaluation_sd
+from bayes_s2r.decision.utility import (
+    Utility,
+    adopt_moment,
+    adopt_shape,
+    evaluation_noise,
+    evaluation_sd,
+)
 from bayes_s2r.vocab import Budget, Candidate, ResourceWeights
 
 __all__ = ["RolloutArrays", "base_policy_value", "pilot_targets", "probe_openings", "rollout_arrays",

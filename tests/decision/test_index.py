@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from bayes_s2r.decision.index import gaussian_reservation, reservation_shape, reservation_values, shape_reservation
+from bayes_s2r.decision.index import (
+    gaussian_reservation,
+    reservation_shape,
+    reservation_values,
+    shape_reservation,
+)
 from bayes_s2r.decision.utility import adopt_moment, adoption_probability
 from bayes_s2r.errors import InputError
 
