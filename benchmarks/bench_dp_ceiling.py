@@ -160,6 +160,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--draws", type=int, default=4000)
     ap.add_argument("--cvu-samples", type=int, default=256)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--decide", default=None, type=json.loads, metavar="JSON",
+                    help='other decide options of the look-ahead rules, e.g. \'{"rollout_margin": 1}\'')
     ap.add_argument("--min-dp", type=float, default=0.002)
     ap.add_argument("--per-problem", action="store_true", help="include every problem's values")
     ap.add_argument("--out", default=None)
@@ -180,7 +182,7 @@ def main(argv=None) -> dict:
         rows = []
         for seed in range(args.first, args.first + args.problems):
             r = evaluate(make_problem(variant, seed), args.rules, num_draws=args.draws,
-                         cvu_samples=args.cvu_samples, seed=args.seed)
+                         cvu_samples=args.cvu_samples, seed=args.seed, options=args.decide)
             rows.append({k: (float(v) if isinstance(v, (float, np.floating)) else v) for k, v in r.items()})
         variants[variant] = summarize(rows, args.rules, args.min_dp)
         variants[variant]["ceiling"] = summarize_ceiling(rows)
@@ -193,7 +195,7 @@ def main(argv=None) -> dict:
         "benchmark": "dp_ceiling", "command": cmd.strip(), "machine": machine(),
         "settings": {"problems": args.problems, "first_seed": args.first, "variants": args.variants,
                      "rules": args.rules, "draws": args.draws, "cvu_samples": args.cvu_samples,
-                     "seed": args.seed, "min_dp": args.min_dp, "candidates": 3, "rounds": 3,
+                     "seed": args.seed, "decide": args.decide or {}, "min_dp": args.min_dp, "candidates": 3, "rounds": 3,
                      "levels": "0.05 x {-2..2}", "utility": "adopt",
                      "transition": "HeadroomTransition(repeat_share=0) (q_cvu+tr: AlternativesTransition, NoTransition when stacking)"},
         "seconds": {"total": round(time.time() - t0, 1), **timing},

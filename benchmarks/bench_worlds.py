@@ -258,6 +258,8 @@ def main(argv=None) -> dict:
     p.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES))
     p.add_argument("--rounds", type=int, default=4, help="round limit of every campaign")
     p.add_argument("--continuation", default=None, help="override the campaign's continuation (g0|rollout)")
+    p.add_argument("--decide", default=None, type=json.loads, metavar="JSON",
+                   help='other decide options for every campaign, e.g. \'{"rollout_margin": 1}\'')
     p.add_argument("--start-deployment-episodes", type=int, default=0,
                    help="every campaign starts with a deployment evaluation of the starting policy of this many "
                         "episodes (CampaignConfig.start_deployment_episodes; default 0: J of the start unknown)")
@@ -289,7 +291,7 @@ def main(argv=None) -> dict:
         if f not in W.ALL_FAMILIES:
             p.error(f"--families: {f!r} is not one of {sorted(W.ALL_FAMILIES)}")
     strategies = tuple(args.strategies.split(","))
-    overrides = {} if args.continuation is None else {"continuation": args.continuation}
+    overrides = {**(args.decide or {}), **({} if args.continuation is None else {"continuation": args.continuation})}
     if args.start_deployment_episodes:
         overrides["start_deployment_episodes"] = args.start_deployment_episodes
     priors = {f: W.team_prior(W.ALL_FAMILIES[f], **TEAM_PRIORS[args.gain_prior]) if args.gain_prior != "library" else None

@@ -449,8 +449,9 @@ class LibraryRule:
     is shared between the Q rules (CVU is 0 there for all of them).
     """
 
-    def __init__(self, num_draws: int = 4000, cvu_samples: int = 256, seed: int = 0):
+    def __init__(self, num_draws: int = 4000, cvu_samples: int = 256, seed: int = 0, options: dict | None = None):
         self.num_draws, self.cvu_samples, self.seed = num_draws, cvu_samples, seed
+        self.options = dict(options or {})  # other decide options of the look-ahead rules
         self.cache: dict = {}
         self.calls = 0
 
@@ -494,7 +495,7 @@ class LibraryRule:
                     common["transition"] = NoTransition() if p.stack else AlternativesTransition()
                 d = bs.decide(belief, cands, budget, weights, beta=1.0, cvu_samples=self.cvu_samples,
                               continuation="g0" if variant == "q_cvu@g0" else "rollout", horizon=left - 1,
-                              **common)
+                              **common, **self.options)
             self.calls += 1
             self.cache[key] = (d, draws)
         d, draws = self.cache[key]
@@ -511,7 +512,7 @@ class LibraryRule:
 
 
 def evaluate(p: GridProblem, rules=RULES, *, num_draws: int = 4000, cvu_samples: int = 256, seed: int = 0,
-             check_index: bool = True, with_ceiling: bool = True) -> dict:
+             check_index: bool = True, with_ceiling: bool = True, options: dict | None = None) -> dict:
     """DP value, Weitzman's index value (exact reveal), each library rule's exact value and
     (`with_ceiling`) the exact baselines and full-information values of `ceiling`."""
     out = {"problem": p.name, "dp": dp_value(p)}
@@ -519,7 +520,7 @@ def evaluate(p: GridProblem, rules=RULES, *, num_draws: int = 4000, cvu_samples:
         out["index"] = weitzman_value(p)
         if check_index and abs(out["index"] - out["dp"]) > 1e-9:
             raise AssertionError(f"{p.name}: DP {out['dp']} != Weitzman index value {out['index']}")
-    lib = LibraryRule(num_draws=num_draws, cvu_samples=cvu_samples, seed=seed)
+    lib = LibraryRule(num_draws=num_draws, cvu_samples=cvu_samples, seed=seed, options=options)
     for r in rules:
         out[r] = policy_value(p, lib.rule(r))
     out["decide_calls"] = lib.calls

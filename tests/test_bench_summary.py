@@ -28,6 +28,14 @@ def test_the_results_page_is_the_generated_one():
     assert page == summarize.summarize(ROOT / "benchmarks" / "results")
 
 
+def test_every_table_measured_with_an_earlier_rule_says_so_on_the_page():
+    page = (ROOT / summarize.PAGE).read_text()
+    notes = {path.stem: data["settings"]["rule_note"] for path in (ROOT / "benchmarks" / "results").glob("*.json")
+             if (data := json.loads(path.read_text())).get("settings", {}).get("rule_note")}
+    missing = sorted(name for name, note in notes.items() if note not in page)
+    assert not missing, missing
+
+
 def test_a_section_is_one_function_and_one_entry(tmp_path, monkeypatch):
     (tmp_path / "worlds.json").write_text(json.dumps({"results": [{"mean": 0.5}]}))
     (tmp_path / "decide.json").write_text(json.dumps({"results": []}))

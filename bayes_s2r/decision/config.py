@@ -23,6 +23,8 @@ __all__ = ["CONTINUATIONS", "MULTI_MODES", "UTILITIES", "DecideConfig"]
 
 MULTI_MODES = ("lexicographic", "pareto")
 CONTINUATIONS = ("g0", "rollout")
+#: How the rollout's base policy values a gain from its belief (`DecideConfig.base_index`).
+BASE_INDEXES = ("gaussian", "draws")
 
 
 class DecideConfig(NamedTuple):
@@ -68,9 +70,12 @@ class DecideConfig(NamedTuple):
         rollout_margin: with the "rollout" continuation, a choice other than the base
             policy's own (a candidate or the stop) is made only when its Q is above the base
             policy's choice by more than this many Monte-Carlo standard errors of the paired
-            difference; otherwise the base policy's choice is made (0: plain argmax Q).
-            Rollout improves on its base policy in expectation, but an argmax over noisy
-            estimates follows the noise where the candidates are close.
+            difference; otherwise the base policy's choice is made (0, the default: plain
+            argmax Q). Rollout improves on its base policy in expectation, but an argmax over
+            noisy estimates follows the noise where the candidates are close.
+        base_index: how the rollout's base policy values a candidate's gain from its belief's
+            mean and sd: "gaussian" (a normal of that mean and sd) or "draws" (that mean and sd
+            with the shape of the posterior's draws: exact reservation values on the draws).
     """
 
     alpha_exec: float = 0.05
@@ -93,7 +98,8 @@ class DecideConfig(NamedTuple):
     inner_draws: int = 512
     continuation: str = "g0"
     horizon: int = 1
-    rollout_margin: float = 1.0
+    rollout_margin: float = 0.0
+    base_index: str = "gaussian"
 
     @property
     def functional(self) -> Utility:
@@ -135,6 +141,7 @@ class DecideConfig(NamedTuple):
         require_choice("continuation", cfg.continuation, CONTINUATIONS)
         horizon = require_int("horizon", cfg.horizon, 0)
         margin = require_finite_nonneg("rollout_margin", cfg.rollout_margin)
+        require_choice("base_index", cfg.base_index, BASE_INDEXES)
         if depth == 2 and cfg.continuation == "rollout":  # the rollout already sees every round left
             raise InputError("lookahead_depth", cfg.lookahead_depth,
                              "1 with continuation 'rollout' (it looks over all the decisions left); 2 with 'g0'")

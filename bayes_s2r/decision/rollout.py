@@ -8,10 +8,10 @@ scenarios drawn from the posterior, and V is its mean return (policy rollout, Be
 
 Acting with argmax Q and following the base policy afterwards is the rollout policy, which
 under the model does no worse than the base policy. With estimated values it can: where
-candidates are close, the argmax follows the Monte-Carlo noise. So `decide` defers to the base
-policy's own choice now unless another beats it by `DecideConfig.rollout_margin` standard
-errors of the paired difference (a fortified rollout; `BaseAction` carries that choice and
-the errors). The stop scores −β·V_base(s^∅), so the
+candidates are close, the argmax follows the Monte-Carlo noise. With `DecideConfig.rollout_margin`
+k > 0, `decide` makes the base policy's own choice now unless another beats it by k standard
+errors of the paired difference (a fortified rollout; `BaseAction` carries that choice and the
+errors). The stop scores −β·V_base(s^∅), so the
 rule acts exactly when U0(m) + β·E[V(s^{m,Y})] > 0 for some m.
 
 Scenarios. Scenario j is the j-th outcome of the one-step look-ahead: the joint posterior
@@ -24,10 +24,11 @@ moment-matched update where they collapse). A safety probe's simulated unsafe co
 its candidate's gate in the scenarios where it would pass the gate.
 
 Base policy: Weitzman's index rule on that belief. Each decision tries the untried feasible
-adaptation with the largest reservation value z (`index.shape_reservation`, E[(ΔJ − z)^+] = C_λ
-for a gain of the belief's mean and sd and the shape of the posterior's draws: a candidate that
-is rarely a large fix has a higher index than a Gaussian of its mean and sd) and stops once no
-z is above 0. The index is optimal
+adaptation with the largest reservation value z (E[(ΔJ − z)^+] = C_λ for a gain of the belief's
+mean and sd: `index.gaussian_reservation`, or with `DecideConfig.base_index` "draws"
+`index.shape_reservation`, the shape of the posterior's draws, under which a candidate that is
+rarely a large fix has a higher index than a Gaussian of its mean and sd) and stops once no z
+is above 0. The index is optimal
 while further tries can follow; the last try (the last decision, or a budget that affords no
 further try after any of them) is chosen by what it keeps net of its price, as it is all
 that try is worth. A candidate shut by the
@@ -68,7 +69,12 @@ import numpy as np
 from bayes_s2r.belief.risk import clopper_pearson_ucb
 from bayes_s2r.compiling import LazyJit
 from bayes_s2r.decision.config import DecideConfig
-from bayes_s2r.decision.index import ReservationShape, reservation_shape, shape_reservation
+from bayes_s2r.decision.index import (
+    ReservationShape,
+    gaussian_reservation,
+    reservation_shape,
+    shape_reservation,
+)
 from bayes_s2r.decision.lookahead import (
     BaseAction,
     LookaheadArrays,
@@ -298,13 +304,13 @@ def _pilot_gradient(ro: RolloutArrays, arr: LookaheadArrays, w: _Walk, left):
     return jnp.where(runnable, net, -jnp.inf)
 
 
-def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, shape: ReservationShape, walk: _Walk, noise,
-                      opens, *, utility: Utility, pilots: bool = False):
+def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, shape: ReservationShape | None, walk: _Walk,
+                      noise, opens, *, utility: Utility, pilots: bool = False):
     """The index policy's return in one scenario, and its first action (the candidate it runs
     or pays for, −1: the stop): `noise` [H] standard normals, one per decision; `opens` [Mb]
     whether each probe would open its gate in this scenario. A
-    candidate's reservation value is that of its believed mean and sd with `shape`'s
-    standardized draws (the posterior's shape now).
+    candidate's reservation value and kept gain are those of its believed mean and sd with
+    `shape`'s standardized draws (the posterior's shape now), or of a Gaussian (`shape` None).
 
     A gated candidate with a probe competes with the probe's price spread over its chance
     to open the gate; picking it runs the probe, which opens the gate or not. With `pilots`,
@@ -322,8 +328,13 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, shape: Rese
         options = ok | can_probe
         # a try is made only if what its noisy evaluation will keep pays for it (and the probe
         # that opens it): the index ranks, the adoption-aware value decides whether to go on
-        kept = adopt_shape(shape.quantiles, w.mean, sd, evaluation_sd(arr.kind, arr.a, w.j, jnp)) - reach
-        z = shape_reservation(shape, w.mean, sd, reach)
+        eval_sd = evaluation_sd(arr.kind, arr.a, w.j, jnp)
+        if shape is None:
+            kept = adopt_moment(w.mean, sd, eval_sd, jnp) - reach
+            z = gaussian_reservation(w.mean, sd, reach)
+        else:
+            kept = adopt_shape(shape.quantiles, w.mean, sd, eval_sd) - reach
+            z = shape_reservation(shape, w.mean, sd, reach)
         # the index ranks tries while another can follow; the last one is worth what it keeps
         after = jax.vmap(lambda b: _affordable(ro, b))(w.budget[None, :] - ro.cost)  # [k, j]: j fits after k
         follows = jnp.any(after & options[None, :] & (rows[:, None] != rows[None, :]), axis=1)
@@ -363,7 +374,7 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, shape: Rese
 
 
 def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_ess, *, num_outcomes: int,
-             batch: int, horizon: int, rule, n_cap: int, utility: Utility, pilots: bool):
+             batch: int, horizon: int, rule, n_cap: int, utility: Utility, pilots: bool, index_shape: bool):
     num_draws, mb = arr.gains.shape
     idx, eps_all, u_all = outcome_plan(rng_key, num_draws, num_outcomes)
     noise_all = jax.random.normal(jax.random.fold_in(rng_key, 3), (num_outcomes, max(horizon, 1)))[:, :horizon]
@@ -371,8 +382,8 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
     dev = moments.gain_dev
     rhs = jnp.concatenate([dev, dev**2, jnp.ones((num_draws, 1), dev.dtype)], axis=1)
     rows = jnp.arange(mb)
-    walk_value = functools.partial(base_policy_value, rule, ro, arr, reservation_shape(arr.gains), utility=utility,
-                                   pilots=pilots)
+    shape = reservation_shape(arr.gains) if index_shape else None
+    walk_value = functools.partial(base_policy_value, rule, ro, arr, shape, utility=utility, pilots=pilots)
     # the draws' covariance of the gains; after a first step, its correlations with the
     # updated variances (the importance weights give each next state's variances only)
     cov0 = dev.T @ dev / num_draws
@@ -433,7 +444,7 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
 
 
 _rollout_jit = LazyJit(_rollout, static_argnames=("num_outcomes", "batch", "horizon", "rule", "n_cap", "utility",
-                                                     "pilots"))
+                                                     "pilots", "index_shape"))
 
 
 def rollout_lookahead(problem: Problem, candidates: tuple[Candidate, ...], budget: Budget,
@@ -451,7 +462,7 @@ def rollout_lookahead(problem: Problem, candidates: tuple[Candidate, ...], budge
     out = _rollout_jit(jax.random.key(config.seed), arr, ro, jnp.float32(problem.j_now),
                        jnp.float32(config.collapse_ess), num_outcomes=config.cvu_samples, batch=batch,
                        horizon=config.horizon, rule=rule, n_cap=binomial_cap(problem),
-                       utility=config.functional, pilots=ro.has_pilots)
+                       utility=config.functional, pilots=ro.has_pilots, index_shape=config.base_index == "draws")
     cvu, se, ess, ess_min, col, v_null, _, se_base, se_alone = (np.asarray(x, dtype=np.float64) for x in out)
     base = int(out[6])
     return LookaheadResult(cvu[:m], se[:m], ess[:m], ess_min[:m], col[:m], float(v_null),

@@ -76,6 +76,15 @@ def test_bench_worlds_runs_small():
     assert all(0.0 <= r["final_J"] <= 1.0 for r in out["rows"])
 
 
+def test_bench_worlds_passes_decide_options_to_every_campaign():
+    """--decide reaches the campaigns' DecideConfig (a rejected option says so) and the settings."""
+    args = ["--families", "needle", "--worlds", "1", "--strategies", "q_cvu", "--rounds", "1", "--gain-prior", "library"]
+    out = bench_worlds.main([*args, "--decide", '{"rollout_margin": 1.5, "base_index": "draws"}'])
+    assert out["settings"]["overrides"] == {"rollout_margin": 1.5, "base_index": "draws"}
+    with pytest.raises(bs.InputError, match="base_index"):
+        bench_worlds.main([*args, "--decide", '{"base_index": "exact"}'])
+
+
 def test_bench_planner_runs_small():
     out = bench_planner.main(["--draws", "1000", "--samples", "16", "--repeats", "1", "--horizon", "2"])
     assert [r["continuation"] for r in out["results"]] == ["g0", "rollout"]

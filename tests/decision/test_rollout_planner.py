@@ -39,28 +39,33 @@ def test_base_policy_value_matches_the_closed_form():
     assert d.best is not None
 
 
-def test_a_choice_within_the_noise_of_the_base_policys_defers_to_it():
+@pytest.mark.parametrize("base_index", ["gaussian", "draws"])
+def test_a_choice_within_the_noise_of_the_base_policys_defers_to_it(base_index):
     """Fortified rollout: with a margin no estimate clears, the rule makes the base policy's own
     choice; with none, argmax Q (or the stop); the margin never changes the scores."""
     belief, cands = _independent(num_draws=2000)
     w = bs.ResourceWeights(real=0, compute=0, eng=1.0)
     kw = {"utility": "adopt", "continuation": "rollout", "horizon": 2, "cvu_samples": 64, "seed": 1,
-          "current_J": 0.4, "transition": bs.AlternativesTransition()}
+          "current_J": 0.4, "transition": bs.AlternativesTransition(), "base_index": base_index}
     plain = bs.decide(belief, cands, bs.Budget(1, 1, 1), w, rollout_margin=0.0, **kw)
     sure = bs.decide(belief, cands, bs.Budget(1, 1, 1), w, rollout_margin=1e9, **kw)
     q = plain.table["Q"]
     stop_q = -plain.g0_null
     assert plain.best == (q.idxmax() if q.max() > stop_q else None)
     # the index rule's first choice with three decisions left: the largest reservation value
-    z = reservation_values(np.asarray(belief.draws), COST)
+    draws = np.asarray(belief.draws)
+    z = (reservation_values(draws, COST) if base_index == "draws"
+         else np.asarray(gaussian_reservation(draws.mean(0), draws.std(0), COST)))
     assert sure.table.attrs["base_choice"] == plain.table.attrs["base_choice"] == "abc"[int(np.argmax(z))]
     assert sure.best == sure.table.attrs["base_choice"]
     np.testing.assert_array_equal(sure.table["Q"], plain.table["Q"])
 
 
-def test_rollout_is_the_same_jitted_and_not():
+@pytest.mark.parametrize("base_index", ["gaussian", "draws"])
+def test_rollout_is_the_same_jitted_and_not(base_index):
     belief, cands = _independent(num_draws=400)
-    kw = {"utility": "adopt", "continuation": "rollout", "horizon": 2, "cvu_samples": 16, "seed": 1, "current_J": 0.4}
+    kw = {"utility": "adopt", "continuation": "rollout", "horizon": 2, "cvu_samples": 16, "seed": 1, "current_J": 0.4,
+          "base_index": base_index}
     w = bs.ResourceWeights(real=0, compute=0, eng=1.0)
     jitted = bs.decide(belief, cands, bs.Budget(1, 1, 1), w, **kw).table
     with jax.disable_jit():
