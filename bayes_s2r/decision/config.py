@@ -67,11 +67,11 @@ class DecideConfig(NamedTuple):
             see `bayes_s2r.decision.rollout`).
         horizon: decisions left after this one, for the "rollout" continuation (0: none,
             CVU = 0).
-        rollout_margin: with the "rollout" continuation, a choice other than the base
-            policy's own (a candidate or the stop) is made only when its Q is above the base
-            policy's choice by more than this many Monte-Carlo standard errors of the paired
-            difference; otherwise the base policy's choice is made (0, the default: plain
-            argmax Q). Rollout improves on its base policy in expectation, but an argmax over
+        rollout_margin: with the "rollout" continuation, a try or the stop other than the
+            base policy's own choice is made only when its Q is above that choice's by more
+            than this many Monte-Carlo standard errors of the paired difference; otherwise the
+            base policy's choice is made. A diagnosis either chooses stands (0, the default:
+            plain argmax Q). Rollout improves on its base policy in expectation, but an argmax over
             noisy estimates follows the noise where the candidates are close.
         base_index: how the rollout's base policy values a candidate's gain from its belief's
             mean and sd: "gaussian" (a normal of that mean and sd) or "draws" (that mean and sd

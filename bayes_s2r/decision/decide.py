@@ -41,15 +41,18 @@ def _lookahead_on(devices: Any, prob, cfg, rule):
     return sharded_lookahead(prob, cfg, rule, devices=devices)
 
 
-def _fortified(best, q, stop_q, feasible, base: BaseAction | None, cfg: DecideConfig):
+def _fortified(best, q, stop_q, feasible, is_adapt, base: BaseAction | None, cfg: DecideConfig):
     """`best`, unless the rollout's base policy chose otherwise and `best` beats its choice by
     no more than `cfg.rollout_margin` Monte-Carlo standard errors: then the base policy's
     choice (a fortified rollout: the noise of the estimates must not make the rule worse than
-    the policy it improves on)."""
+    the policy it improves on). Only tries and the stop are weighed so: a diagnosis (a pilot,
+    a safety probe) is worth what it changes in the few scenarios where it changes a later
+    choice, so its error is large while its estimate is unbiased, and either side choosing one
+    stands."""
     if base is None or cfg.rollout_margin <= 0:
         return best
     b = base.index
-    if b == best or (b is not None and not feasible[b]):
+    if b == best or (b is not None and not feasible[b]) or any(i is not None and not is_adapt[i] for i in (b, best)):
         return best
     se = base.se_alone[b] if best is None else base.se_alone[best] if b is None else base.se_versus[best]
     lead = (stop_q if best is None else q[best]) - (stop_q if b is None else q[b])
@@ -130,7 +133,7 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
         ranking = rank_alternatives(prob.names, q, feasible, sec, cfg, stop_q)
         best, rank, front = ranking.best, ranking.rank, ranking.front
         if len(split.objectives) == 1:
-            best = _fortified(best, q, stop_q, feasible, la.base, cfg)
+            best = _fortified(best, q, stop_q, feasible, prob.is_adapt, la.base, cfg)
         stop_reason = None if best is not None else "economic"
 
     draw_gains = np.where(prob.is_adapt[None, :], prob.draws[:, np.maximum(prob.gain_col, 0)], 0.0)

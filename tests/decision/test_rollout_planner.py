@@ -197,3 +197,23 @@ def test_the_base_policy_probes_only_when_a_decision_is_left_to_try():
     assert two.g0_null > 0.1
     # a budget that affords the probe but not the try after it: no probe either
     assert bs.decide(belief, cands, bs.Budget(0.4, 5, 10), w, horizon=2, **kw).g0_null >= 0.0
+
+
+def test_the_fortified_choice_weighs_tries_and_the_stop_and_lets_a_diagnosis_stand():
+    """Candidates 0 and 1 are tries, 2 a diagnosis; the base policy's choice is kept unless the
+    argmax beats it by more than margin × β × the paired standard error."""
+    from bayes_s2r.decision.decide import _fortified
+    from bayes_s2r.decision.lookahead import BaseAction
+
+    q, feasible, is_adapt = np.array([0.10, 0.12, 0.20]), np.ones(3, bool), np.array([True, True, False])
+    cfg = bs.DecideConfig.make(rollout_margin=1.0, beta=0.5)
+    base = BaseAction(0, se_versus=np.array([0.0, 0.05, 0.5]), se_alone=np.array([0.01, 0.01, 0.5]))
+    assert _fortified(1, q, -1.0, feasible, is_adapt, base, cfg) == 0  # lead 0.02 ≤ 0.5·0.05
+    assert _fortified(1, q, -1.0, feasible, is_adapt, base._replace(se_versus=np.array([0, 0.03, 0.5])), cfg) == 1
+    assert _fortified(2, q, -1.0, feasible, is_adapt, base, cfg) == 2  # the rollout's diagnosis stands
+    assert _fortified(1, q, -1.0, feasible, is_adapt, base._replace(index=2), cfg) == 1  # and the base policy's
+    # the stop against a try: Q(stop) − Q(0) = 0.02 against 0.5·se_alone[0] = 0.005
+    assert _fortified(None, q, 0.12, feasible, is_adapt, base, cfg) is None
+    assert _fortified(None, q, 0.104, feasible, is_adapt, base, cfg) == 0
+    assert _fortified(1, q, -1.0, feasible, is_adapt, base, cfg._replace(rollout_margin=0.0)) == 1
+    assert _fortified(1, q, -1.0, np.array([False, True, True]), is_adapt, base, cfg) == 1  # base infeasible
