@@ -101,14 +101,13 @@ class ReservationShape(NamedTuple):
     """Each candidate's standardized draws Z = (X − mean)/sd, sorted from the largest.
 
     Attributes:
-        sorted: [S, M] z_(1) ≥ z_(2) ≥ … per column (0 for a column without spread).
-        cumsum: [S, M] their cumulative sums C_k.
+        cumsum: [S, M] cumulative sums C_k of z_(1) ≥ z_(2) ≥ … per column (0 for a column
+            without spread).
         excess: [S, M] E[(Z − z_(k))^+] = (C_k − k·z_(k))/S, nondecreasing in k.
         quantiles: [Q, M] Q ≤ `num_quantiles` evenly spaced order statistics of Z, for the mean
             of a function of the gain at a fraction of the draws' cost.
     """
 
-    sorted: jax.Array
     cumsum: jax.Array
     excess: jax.Array
     quantiles: jax.Array
@@ -127,7 +126,7 @@ def reservation_shape(draws, num_quantiles: int = 256) -> ReservationShape:
     excess = jax.lax.cummax((cum - k * srt) / s, axis=0)  # rounding must not break the order
     q = min(s, num_quantiles)
     pick = ((jnp.arange(q) + 0.5) * s / q).astype(jnp.int32)
-    return ReservationShape(srt, cum, excess, srt[pick])
+    return ReservationShape(cum, excess, srt[pick])
 
 
 def shape_reservation(shape: ReservationShape, mean, sd, cost):
@@ -141,7 +140,7 @@ def shape_reservation(shape: ReservationShape, mean, sd, cost):
     0 gives z = mean − cost.
     """
     mean, sd, cost = (jnp.asarray(v, jnp.float32) for v in (mean, sd, cost))
-    s = shape.sorted.shape[0]
+    s = shape.cumsum.shape[0]
     wide = sd > 1e-9
     r = cost / jnp.where(wide, sd, 1.0)
     count = jax.vmap(functools.partial(jnp.searchsorted, side="right"), in_axes=(1, 0))(shape.excess, r)

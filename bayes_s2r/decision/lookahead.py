@@ -131,8 +131,6 @@ class LookaheadResult(NamedTuple):
     base: BaseAction | None = None
 
 
-
-
 def bucket_size(m: int, bucket: int) -> int:
     """`bucket` · 2^k, the smallest such size ≥ m."""
     size = bucket

@@ -333,7 +333,7 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, shape: Rese
             kept = adopt_moment(w.mean, sd, eval_sd, jnp) - reach
             z = gaussian_reservation(w.mean, sd, reach)
         else:
-            kept = adopt_shape(shape.quantiles, w.mean, sd, eval_sd) - reach
+            kept = adopt_shape(shape.quantiles, w.mean, sd, eval_sd, jnp) - reach
             z = shape_reservation(shape, w.mean, sd, reach)
         # the index ranks tries while another can follow; the last one is worth what it keeps
         after = jax.vmap(lambda b: _affordable(ro, b))(w.budget[None, :] - ro.cost)  # [k, j]: j fits after k
@@ -463,7 +463,7 @@ def rollout_lookahead(problem: Problem, candidates: tuple[Candidate, ...], budge
                        jnp.float32(config.collapse_ess), num_outcomes=config.cvu_samples, batch=batch,
                        horizon=config.horizon, rule=rule, n_cap=binomial_cap(problem),
                        utility=config.functional, pilots=ro.has_pilots, index_shape=config.base_index == "draws")
-    cvu, se, ess, ess_min, col, v_null, _, se_base, se_alone = (np.asarray(x, dtype=np.float64) for x in out)
     base = int(out[6])
+    cvu, se, ess, ess_min, col, v_null, se_base, se_alone = (np.asarray(x, dtype=np.float64) for x in out[:6] + out[7:])
     return LookaheadResult(cvu[:m], se[:m], ess[:m], ess_min[:m], col[:m], float(v_null),
                            BaseAction(base if 0 <= base < m else None, se_base[:m], se_alone[:m]))

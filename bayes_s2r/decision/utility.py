@@ -39,8 +39,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import special
 
-__all__ = ["UTILITIES", "Utility", "adopt_moment", "adopt_shape", "adoption_probability", "evaluation_noise", "evaluation_sd", "normal",
-           "positive_part", "shows_improvement"]
+__all__ = ["UTILITIES", "Utility", "adopt_moment", "adopt_shape", "adoption_probability", "evaluation_noise",
+           "evaluation_sd", "normal", "positive_part", "shows_improvement"]
 
 UTILITIES = ("mean", "lcb", "cvar", "adopt")
 
@@ -185,14 +185,12 @@ def adopt_moment(mean, sd, noise_sd, xp=np):
     return xp.where(pos, mean * norm.cdf(z) + sd**2 / safe * norm.pdf(z), xp.maximum(mean, 0.0))
 
 
-def adopt_shape(quantiles, mean, sd, noise_sd):
-    """E[X·Φ(X/σ_e)] for X = mean + sd·Z over equally weighted standardized quantiles Z [Q, M]
-    (JAX): `adopt_moment` for a belief of any shape; a noiseless evaluation keeps X > 0."""
-    import jax.numpy as jnp
-
+def adopt_shape(quantiles, mean, sd, noise_sd, xp=np):
+    """E[X·Φ(X/σ_e)] for X = mean + sd·Z over equally weighted standardized quantiles Z [Q, M]:
+    `adopt_moment` for a belief of any shape; a noiseless evaluation keeps X > 0."""
     x = mean + sd * quantiles
     noisy = noise_sd > 0
-    shows = jnp.where(noisy, normal(jnp).cdf(x / jnp.where(noisy, noise_sd, 1.0)), (x > 0).astype(x.dtype))
+    shows = xp.where(noisy, normal(xp).cdf(x / xp.where(noisy, noise_sd, 1.0)), (x > 0).astype(x.dtype))
     return (x * shows).mean(0)
 
 
