@@ -279,16 +279,25 @@ def _try_options(ro: RolloutArrays, w: _Walk, budget, left):
     return ok, can_probe, reach
 
 
-def _pilot_gradient(ro: RolloutArrays, arr: LookaheadArrays, w: _Walk, left):
+def _kept(shape: ReservationShape | None, mean, sd, eval_sd):
+    """What a try's noisy evaluation keeps, E[X·Φ(X/σe)], for beliefs of `mean` and `sd`:
+    Gaussian (`shape` None) or with `shape`'s standardized draws."""
+    if shape is None:
+        return adopt_moment(mean, sd, eval_sd, jnp)
+    return adopt_shape(shape.quantiles, mean, sd, eval_sd, jnp)
+
+
+def _pilot_gradient(ro: RolloutArrays, arr: LookaheadArrays, shape: ReservationShape | None, w: _Walk, left):
     """[Mb] each pilot's knowledge gradient net of its price (−inf where there is no pilot to run):
-    how much the best single try after it beats the best try now, with `left` decisions left."""
+    how much the best single try after it beats the best try now, with `left` decisions left,
+    each try valued on the base policy's own scale (`_kept`)."""
     rows = jnp.arange(w.avail.shape[0])
     eval_sd = evaluation_sd(arr.kind, arr.a, w.j, jnp)
     var = jnp.diagonal(w.cov)
 
     def best_try(mean, var, budget, left):
         ok, can_probe, reach = _try_options(ro, w, budget, left)
-        value = adopt_moment(mean, jnp.sqrt(jnp.maximum(var, 0.0)), eval_sd, jnp) - reach
+        value = _kept(shape, mean, jnp.sqrt(jnp.maximum(var, 0.0)), eval_sd) - reach
         return jnp.max(jnp.where(ok | can_probe, value, 0.0))
 
     def after_pilot(p):  # the best try's expected value once pilot p's outcome is known
@@ -329,12 +338,8 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, shape: Rese
         # a try is made only if what its noisy evaluation will keep pays for it (and the probe
         # that opens it): the index ranks, the adoption-aware value decides whether to go on
         eval_sd = evaluation_sd(arr.kind, arr.a, w.j, jnp)
-        if shape is None:
-            kept = adopt_moment(w.mean, sd, eval_sd, jnp) - reach
-            z = gaussian_reservation(w.mean, sd, reach)
-        else:
-            kept = adopt_shape(shape.quantiles, w.mean, sd, eval_sd, jnp) - reach
-            z = shape_reservation(shape, w.mean, sd, reach)
+        kept = _kept(shape, w.mean, sd, eval_sd) - reach
+        z = gaussian_reservation(w.mean, sd, reach) if shape is None else shape_reservation(shape, w.mean, sd, reach)
         # the index ranks tries while another can follow; the last one is worth what it keeps
         after = jax.vmap(lambda b: _affordable(ro, b))(w.budget[None, :] - ro.cost)  # [k, j]: j fits after k
         follows = jnp.any(after & options[None, :] & (rows[:, None] != rows[None, :]), axis=1)
@@ -342,7 +347,7 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, shape: Rese
         score = jnp.where(options & (kept > 0), jnp.where(last, kept, z), -jnp.inf)
         pick = jnp.argmax(score)
         if pilots:
-            net = jnp.where(left > 1, _pilot_gradient(ro, arr, w, left), -jnp.inf)
+            net = jnp.where(left > 1, _pilot_gradient(ro, arr, shape, w, left), -jnp.inf)
             pilot = jnp.argmax(net)
             piloting = w.alive & (net[pilot] > 0)
         else:

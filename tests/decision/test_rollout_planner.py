@@ -166,13 +166,15 @@ def _pilot_then_one_try_value(sd=0.2, noise=0.05, price=0.02, pilot_price=0.005)
     return float(weights @ np.maximum(pos_a, pos_b) / weights.sum()) - price - pilot_price
 
 
-def test_the_base_policy_pilots_when_only_one_try_is_affordable():
+@pytest.mark.parametrize("base_index", ["gaussian", "draws"])
+def test_the_base_policy_pilots_when_only_one_try_is_affordable(base_index):
     """Budget for one try, a pilot that reads one candidate's gain: the base policy pilots, then
     tries the better-looking candidate, worth the quadrature value above; the rule runs the pilot
-    first, where trying blind is worth only E[max(X, 0)] − price."""
+    first, where trying blind is worth only E[max(X, 0)] − price. The draws here are normal, so
+    the base policy valuing them by their own shape walks the same way."""
     w = bs.ResourceWeights(real=0.02, compute=0.0, eng=0.05)
     kw = {"utility": "adopt", "continuation": "rollout", "horizon": 2, "cvu_samples": 4096, "seed": 3,
-          "transition": bs.NoTransition(), "current_J": 0.5}
+          "transition": bs.NoTransition(), "current_J": 0.5, "base_index": base_index}
     belief, cands = _pilot_problem()
     d = bs.decide(belief, cands, bs.Budget(1.2, 1, 1), w, **kw)
     blind = 0.2 / np.sqrt(2 * np.pi) - 0.02  # E[max(X, 0)] − price
