@@ -121,6 +121,11 @@ COMMANDS = {
     "worlds_held_out_shared": ("python benchmarks/bench_worlds.py --families wide,late,mixed,failing --worlds 200 --jobs 2 "
                                "--gain-prior history-shared --strategies q_cvu "
                                "--out benchmarks/results/worlds_held_out_shared.json"),
+    "worlds_rollout_margin": ("python benchmarks/bench_worlds.py --families easy,needle,small,robot,pilots,pandora,"
+                              "wide,late,mixed,failing,siblings,rivals --worlds 200 --jobs 2 --strategies q_cvu "
+                              "--decide '{\"rollout_margin\": 1}' --out benchmarks/results/worlds_rollout_margin.json"),
+    "dp_ceiling_margin": ("python benchmarks/bench_dp_ceiling.py --problems 100 --per-problem --rules q_cvu q_cvu+tr "
+                          "--decide '{\"rollout_margin\": 1}' --out benchmarks/results/dp_ceiling_margin.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -940,6 +945,51 @@ def worlds_held_out(data: dict, shared: dict | None = None, *pooled) -> list[str
     return out
 
 
+def rollout_margin(data: dict, dp: dict | None, dp_default: dict | None, *defaults: dict) -> list[str]:
+    """The rule with a fortified rollout (`rollout_margin`) against the default rule, paired by
+    world on every family of `defaults` (the tables whose rule rows are the default's), and on
+    the exactly solved problems."""
+    margin = data["settings"]["overrides"]["rollout_margin"]
+    out = [f"## The fortified rollout: `rollout_margin={margin:g}` on every family", "",
+           f"`{COMMANDS['worlds_rollout_margin']}` ({_machine(data)})", "",
+           (f"The rule with `DecideConfig(rollout_margin={margin:g})`: a try or the stop other than the rollout's "
+            f"base policy's own choice is made only when its Q leads that choice's by more than {margin:g} "
+            "Monte-Carlo standard error of their paired difference (`docs/decide.md`). Paired by world with the "
+            "default rule (margin 0) of the tables above; the last column counts the campaigns whose sequence of "
+            "decisions changed. It would be the default only if no family lost with an interval excluding 0."), "",
+           *_stale(data), *_merged_parts(data["settings"]),
+           "| family | q_cvu, margin | margin − default, 95% | campaigns whose path changed |", "|---|---|---|---|"]
+    every = []
+    for family, summary in data["summary"].items():
+        default = [d for d in defaults if d and family in d["summary"]]
+        if len(default) != 1:
+            raise ValueError(f"family {family!r} has {len(default)} default tables to pair with, expected one")
+        paths = [{r["world"]: r["path"] for r in d["rows"] if r["family"] == family and r["strategy"] == "q_cvu"}
+                 for d in (data, default[0])]
+        changed = sum(paths[0][w] != paths[1][w] for w in paths[0] if w in paths[1])
+        every.append(_paired_diffs(data, default[0], family, "q_cvu"))
+        out.append(f"| {family} | {summary['q_cvu']['net_utility_mean']:.3f} | {_diff_cell(every[-1])} | "
+                   f"{changed} of {len(every[-1])} |")
+    out += [f"| all families together | | {_diff_cell(np.concatenate(every))} | |", ""]
+    if dp is None or dp_default is None:
+        return out
+    rules = dp["settings"]["rules"]
+    out += [(f"On the exactly solved small problems (`{COMMANDS['dp_ceiling_margin']}`, {_machine(dp)}), each rule's "
+             "value as a share of the Bayes-optimal value (in brackets the share of problems within 5%), with the "
+             "margin and without it (the current rule's table above):"), "",
+            *([f"Note: {dp['settings']['note']}.", ""] if dp["settings"].get("note") else []),
+            "| variant | " + " | ".join(f"{r}, margin | {r}, default" for r in rules) + " |",
+            "|---" * (2 * len(rules) + 1) + "|"]
+    for variant, result in dp["results"].items():
+        cells = []
+        for r in rules:
+            for d in (result, dp_default["results"].get(variant)):
+                v = None if d is None else d["rules"].get(r)
+                cells.append("" if v is None else f"{v['ratio_of_means']:.3f} ({v['share_within_5pct']:.0%})")
+        out.append(f"| {variant} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
 def _gain_prior_text(settings: dict) -> str:
     """The table's gain prior in words, with each method's fitted mean where it has them."""
     name = settings.get("gain_prior", "library")
@@ -1229,6 +1279,8 @@ SECTIONS = [
     Section(("worlds_held_out", "worlds_held_out_shared", "worlds", "worlds_pilots", "worlds_history_shared"),
             worlds_held_out),
     Section(("dp_ceiling", "dp_ceiling_rule"), dp_ceiling),
+    Section(("worlds_rollout_margin", "dp_ceiling_margin", "dp_ceiling_rule", "worlds", "worlds_pilots",
+             "worlds_held_out"), rollout_margin),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

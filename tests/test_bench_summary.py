@@ -285,3 +285,22 @@ def test_the_shared_levels_difference_is_pooled_world_by_world_over_every_family
         summarize._pooled_shared([held, first], [held_shared, table({"b": [0.5, 0.6]})])
     with pytest.raises(ValueError, match="'a' has 2 tables"):
         summarize._pooled_shared([held, held], [held_shared])
+
+
+def test_the_rollout_margin_section_pairs_each_family_with_the_default_rule_s_table():
+    def table(values, paths, **settings):  # {family: [q_cvu net utility per world]}, {family: [path per world]}
+        rows = [{"family": f, "world": w, "strategy": "q_cvu", "net_utility": v, "path": paths[f][w]}
+                for f, vs in values.items() for w, v in enumerate(vs)]
+        summary = {f: {"q_cvu": {"net_utility_mean": float(np.mean(vs))}} for f, vs in values.items()}
+        return {"machine": {"cores": 2, "backend": "cpu"}, "settings": settings, "summary": summary, "rows": rows}
+
+    margin = table({"a": [0.3, 0.5], "b": [0.2, 0.2, 0.1]}, {"a": [["x"], ["y"]], "b": [["x"], ["x"], ["y"]]},
+                   overrides={"rollout_margin": 1})
+    first, held = table({"a": [0.1, 0.5]}, {"a": [["y"], ["y"]]}), table({"b": [0.2, 0.2, 0.2]}, {"b": [["x"]] * 3})
+    text = "\n".join(summarize.rollout_margin(margin, None, None, first, held))
+    assert "`rollout_margin=1` on every family" in text
+    assert f"| a | 0.400 | {summarize._diff_cell(np.array([0.2, 0.0]))} | 1 of 2 |" in text
+    assert f"| b | 0.167 | {summarize._diff_cell(np.array([0.0, 0.0, -0.1]))} | 1 of 3 |" in text
+    assert summarize._diff_cell(np.array([0.2, 0.0, 0.0, 0.0, -0.1])) in text
+    with pytest.raises(ValueError, match="'b' has 0 default tables"):
+        summarize.rollout_margin(margin, None, None, first)
