@@ -49,10 +49,17 @@ CAMPAIGN_FIT = FitConfig(inference=SVI())
 PER_ROUND = ("seed", "terminal", "horizon")
 
 
+#: `DecideConfig` fields added after ledgers were first stored, with the value every campaign
+#: ran with before the field existed. A ledger that lacks one resumes as it ran, even if the
+#: field's default has changed since (`to_dict` stores every field, so only older ledgers lack one).
+_BEFORE_FIELD = MappingProxyType({"rollout_margin": 0.0, "base_index": "gaussian"})
+
+
 def _as_run(options: Mapping[str, Any]) -> dict[str, Any]:
     """Stored decide options as they ran: the rollout continuation never read a depth of 2
-    (now refused with it), so a ledger that stored one ran, and resumes, at depth 1."""
-    out = dict(options)
+    (now refused with it), so a ledger that stored one ran, and resumes, at depth 1; a field
+    the ledger predates takes the value campaigns ran with before it (`_BEFORE_FIELD`)."""
+    out = {**_BEFORE_FIELD, **options}
     if out.get("lookahead_depth") == 2 and out.get("continuation", CAMPAIGN_DECIDE["continuation"]) == "rollout":
         out["lookahead_depth"] = 1
     return out

@@ -126,6 +126,29 @@ def test_a_config_stored_in_the_old_flat_form_still_loads(tmp_path):
     ledger.close()
 
 
+def test_a_ledger_that_predates_a_decide_field_resumes_with_the_value_it_ran_with(tmp_path, monkeypatch):
+    """A field a stored config lacks takes the value campaigns ran with before the field existed,
+    not the field's current default, so changing a default never changes a resumed campaign."""
+    from bayes_s2r.campaign import config as campaign_config
+
+    new = synthetic_config().to_dict()
+    assert bs.CampaignConfig.from_dict(new) == synthetic_config()  # a stored field is kept as stored
+    old = {**new, "decide": {k: v for k, v in new["decide"].items() if k not in ("rollout_margin", "base_index")}}
+    assert bs.CampaignConfig.from_dict(old) == synthetic_config()
+    # a default that has moved on since: cvu_samples stands in for such a field here
+    monkeypatch.setattr(campaign_config, "_BEFORE_FIELD", {**campaign_config._BEFORE_FIELD, "cvu_samples": 32})
+    older = {**new, "decide": {k: v for k, v in new["decide"].items() if k != "cvu_samples"}}
+    assert bs.CampaignConfig.from_dict(older).decide.cvu_samples == 32
+    assert bs.CampaignConfig.from_dict(new).decide.cvu_samples == 64
+    flat = {k: v for k, v in _flat_form().items() if k != "cvu_samples"}
+    assert bs.CampaignConfig.from_dict(flat).decide.cvu_samples == 32
+    ledger = bs.Ledger(tmp_path / "old.sqlite")
+    init_campaign(ledger, synthetic_candidates(), synthetic_config(), policy="pi0")
+    ledger.set_meta("campaign.config", older)
+    assert load_state(ledger).config.decide.cvu_samples == 32
+    ledger.close()
+
+
 def test_a_stored_depth_2_under_the_rollout_resumes_as_it_ran():
     """The rollout never read a depth of 2; it is refused now, and a ledger that stored one
     loads as what ran (depth 1), in either stored form."""
