@@ -985,7 +985,7 @@ def rollout_margin(data: dict, dp: dict | None, dp_default: dict | None, *defaul
         for r in rules:
             for d in (result, dp_default["results"].get(variant)):
                 v = None if d is None else d["rules"].get(r)
-                cells.append("" if v is None else f"{v['ratio_of_means']:.3f} ({v['share_within_5pct']:.0%})")
+                cells.append(_dp_share(v))
         out.append(f"| {variant} | " + " | ".join(cells) + " |")
     return out + [""]
 
@@ -1002,6 +1002,11 @@ def _gain_prior_text(settings: dict) -> str:
             + ")")
 
 
+def _dp_share(value: dict | None) -> str:
+    """A rule's exact value as a share of the DP's, with the share of problems within 5% ("" without one)."""
+    return "" if value is None else f"{value['ratio_of_means']:.3f} ({value['share_within_5pct']:.0%})"
+
+
 def _dp_rule(data: dict, rule: dict) -> list[str]:
     """The current rule re-measured on the same problems as the table above."""
     rules = rule["settings"]["rules"]
@@ -1012,8 +1017,7 @@ def _dp_rule(data: dict, rule: dict) -> list[str]:
         cells = []
         for r in rules:
             now, before = result["rules"][r], data["results"].get(variant, {}).get("rules", {}).get(r)
-            cells.append(f"{now['ratio_of_means']:.3f} ({now['share_within_5pct']:.0%})")
-            cells.append("" if before is None else f"{before['ratio_of_means']:.3f} ({before['share_within_5pct']:.0%})")
+            cells += [_dp_share(now), _dp_share(before)]
         out.append(f"| {variant} | " + " | ".join(cells) + " |")
     return out + [""]
 
@@ -1031,8 +1035,7 @@ def dp_ceiling(data: dict, rule: dict | None = None) -> list[str]:
          "`benchmarks/dp_ceiling.py`."), "", *_stale(data),
         "| variant | DP value | " + " | ".join(rules) + " |", "|---" * (len(rules) + 2) + "|"]
     for variant, result in data["results"].items():
-        cells = [f"{result['rules'][r]['ratio_of_means']:.3f} ({result['rules'][r]['share_within_5pct']:.0%})"
-                 for r in rules]
+        cells = [_dp_share(result["rules"][r]) for r in rules]
         out.append(f"| {variant} | {result['dp_mean']:.4f} | " + " | ".join(cells) + " |")
     out.append("")
     ceilings = {v: r["ceiling"] for v, r in data["results"].items() if "ceiling" in r}

@@ -70,9 +70,9 @@ class DecideConfig(NamedTuple):
         rollout_margin: with the "rollout" continuation, a try or the stop other than the
             base policy's own choice is made only when its Q is above that choice's by more
             than this many Monte-Carlo standard errors of the paired difference; otherwise the
-            base policy's choice is made. A diagnosis either chooses stands (0, the default:
-            plain argmax Q). Rollout improves on its base policy in expectation, but an argmax over
-            noisy estimates follows the noise where the candidates are close.
+            base policy's choice is made; a diagnosis that either side chooses stands. 0 (the
+            default) is the plain argmax Q. Rollout improves on its base policy in expectation,
+            but an argmax over noisy estimates follows the noise where the candidates are close.
         base_index: how the rollout's base policy values a candidate's gain from its belief's
             mean and sd: "gaussian" (a normal of that mean and sd) or "draws" (that mean and sd
             with the shape of the posterior's draws: exact reservation values on the draws).

@@ -287,12 +287,12 @@ def _kept(shape: ReservationShape | None, mean, sd, eval_sd):
     return adopt_shape(shape.quantiles, mean, sd, eval_sd, jnp)
 
 
-def _pilot_gradient(ro: RolloutArrays, arr: LookaheadArrays, shape: ReservationShape | None, w: _Walk, left):
+def _pilot_gradient(ro: RolloutArrays, shape: ReservationShape | None, w: _Walk, left, eval_sd):
     """[Mb] each pilot's knowledge gradient net of its price (−inf where there is no pilot to run):
     how much the best single try after it beats the best try now, with `left` decisions left,
-    each try valued on the base policy's own scale (`_kept`)."""
+    each try valued on the base policy's own scale (`_kept`); `eval_sd` [Mb] is each
+    candidate's evaluation noise at the walk's J."""
     rows = jnp.arange(w.avail.shape[0])
-    eval_sd = evaluation_sd(arr.kind, arr.a, w.j, jnp)
     var = jnp.diagonal(w.cov)
 
     def best_try(mean, var, budget, left):
@@ -347,7 +347,7 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, shape: Rese
         score = jnp.where(options & (kept > 0), jnp.where(last, kept, z), -jnp.inf)
         pick = jnp.argmax(score)
         if pilots:
-            net = jnp.where(left > 1, _pilot_gradient(ro, arr, shape, w, left), -jnp.inf)
+            net = jnp.where(left > 1, _pilot_gradient(ro, shape, w, left, eval_sd), -jnp.inf)
             pilot = jnp.argmax(net)
             piloting = w.alive & (net[pilot] > 0)
         else:
