@@ -3,6 +3,7 @@ planner over the rounds left), on a mixed candidate set.
 
     python benchmarks/bench_planner.py                   # small: 8 candidates, 1000 draws
     python benchmarks/bench_planner.py --draws 4000 --out benchmarks/results/planner.json
+    python benchmarks/bench_planner.py --draws 4000 --base-index draws   # the draws' shape
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def main(argv=None) -> dict:
     p.add_argument("--samples", type=int, default=256, help="look-ahead outcomes (scenarios)")
     p.add_argument("--horizon", type=int, default=3, help="decisions left after this one")
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--base-index", default="gaussian", help="the rollout base policy's index (DecideConfig.base_index)")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     import bayes_s2r as bs
@@ -57,7 +59,7 @@ def main(argv=None) -> dict:
     results = []
     for continuation in ("g0", "rollout"):
         kw = {"risk": risk, "utility": "adopt", "current_J": 0.4, "cvu_samples": args.samples,
-              "continuation": continuation, "horizon": args.horizon}
+              "continuation": continuation, "horizon": args.horizon, "base_index": args.base_index}
         t0 = time.perf_counter()
         bs.decide(belief, cands, bs.Budget(2, 10, 20), weights, seed=0, **kw)
         first = time.perf_counter() - t0
@@ -70,7 +72,7 @@ def main(argv=None) -> dict:
                         "best": d.best})
     return common.emit({"benchmark": "planner", "machine": common.machine(),
                         "settings": {"candidates": args.candidates, "draws": args.draws, "samples": args.samples,
-                                     "horizon": args.horizon, "repeats": args.repeats},
+                                     "horizon": args.horizon, "repeats": args.repeats, "base_index": args.base_index},
                         "results": results}, args.out)
 
 

@@ -73,6 +73,7 @@ from bayes_s2r.decision.index import (
     ReservationShape,
     gaussian_reservation,
     reservation_shape,
+    shape_kept,
     shape_reservation,
 )
 from bayes_s2r.decision.lookahead import (
@@ -93,7 +94,6 @@ from bayes_s2r.decision.problem import Problem
 from bayes_s2r.decision.utility import (
     Utility,
     adopt_moment,
-    adopt_shape,
     evaluation_noise,
     evaluation_sd,
 )
@@ -282,9 +282,7 @@ def _try_options(ro: RolloutArrays, w: _Walk, budget, left):
 def _kept(shape: ReservationShape | None, mean, sd, eval_sd):
     """What a try's noisy evaluation keeps, E[X·Φ(X/σe)], for beliefs of `mean` and `sd`:
     Gaussian (`shape` None) or with `shape`'s standardized draws."""
-    if shape is None:
-        return adopt_moment(mean, sd, eval_sd, jnp)
-    return adopt_shape(shape.quantiles, mean, sd, eval_sd, jnp)
+    return adopt_moment(mean, sd, eval_sd, jnp) if shape is None else shape_kept(shape, mean, sd, eval_sd)
 
 
 def _pilot_gradient(ro: RolloutArrays, shape: ReservationShape | None, w: _Walk, left, eval_sd):

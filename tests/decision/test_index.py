@@ -10,9 +10,10 @@ from bayes_s2r.decision.index import (
     gaussian_reservation,
     reservation_shape,
     reservation_values,
+    shape_kept,
     shape_reservation,
 )
-from bayes_s2r.decision.utility import adopt_moment, adoption_probability
+from bayes_s2r.decision.utility import adopt_moment, adopt_shape, adoption_probability
 from bayes_s2r.errors import InputError
 
 
@@ -71,6 +72,39 @@ def test_shape_reservation_moves_the_shape_to_a_new_mean_and_sd(jit_mode):
     gauss = np.asarray(gaussian_reservation(mean, sd, cost))
     assert z[0] > gauss[0] + 0.05
     assert z[1] == pytest.approx(gauss[1], abs=0.01)
+
+
+def _many_shapes(num_draws=4000, seed=1):
+    """[S, 6] a Gaussian, a rare fix, a harmful tail, a lognormal, a t(2) and two separated modes."""
+    rng = np.random.default_rng(seed)
+    u = rng.random(num_draws)
+    return np.stack([rng.normal(0.1, 0.2, num_draws),
+                     np.where(u < 0.02, rng.normal(0.4, 0.05, num_draws), rng.normal(0.0, 0.01, num_draws)),
+                     np.where(u < 0.1, rng.normal(-0.3, 0.05, num_draws), rng.normal(0.02, 0.02, num_draws)),
+                     rng.lognormal(0.0, 1.0, num_draws), rng.standard_t(2, num_draws),
+                     np.where(u < 0.5, -1.0, 1.0) + 0.05 * rng.normal(size=num_draws)], axis=1)
+
+
+def test_shape_kept_is_the_quantile_value_of_any_shape_moved_anywhere(jit_mode):
+    """The interpolated table against E[X·Φ(X/σe)] over the shape's quantiles, for beliefs moved
+    far from the draws' own moments and evaluations from noiseless to far noisier than the belief."""
+    x = _many_shapes()
+    shape = jax.jit(reservation_shape)(x)
+    std = (x - x.mean(0)) / x.std(0)
+    q = -np.sort(-std, axis=0)[((np.arange(256) + 0.5) * len(x) / 256).astype(int)]
+    grid = np.array(np.meshgrid(np.linspace(-1.0, 1.0, 41), [0.02, 0.1, 0.3, 1.0], [0.0, 0.01, 0.05, 0.3, 1.0],
+                                indexing="ij")).reshape(3, -1)
+    mean, sd, noise = (np.repeat(v[:, None], x.shape[1], axis=1) for v in grid)
+    got = np.asarray(jax.jit(shape_kept)(shape, mean, sd, noise))
+    exact = np.stack([adopt_shape(q, mean[k], sd[k], noise[k]) for k in range(len(mean))])
+    np.testing.assert_array_less(np.abs(got - exact), 0.01 * sd + 1e-5)
+    # the shape matters: a rare fix 1 to 3 sd below 0 keeps more than a Gaussian of its mean and sd
+    rare = (mean[:, 1] <= -sd[:, 1]) & (mean[:, 1] >= -3 * sd[:, 1]) & (noise[:, 1] == 0.0)
+    assert rare.sum() >= 5
+    assert (got[rare, 1] > adopt_moment(mean[rare, 1], sd[rare, 1], 0.0) + 0.01 * sd[rare, 1]).all()
+    # a belief without spread keeps what its Gaussian form does
+    flat = np.asarray(shape_kept(shape, np.full(6, 0.2), np.zeros(6), np.full(6, 0.1)))
+    np.testing.assert_allclose(flat, adopt_moment(0.2, 0.0, 0.1), rtol=1e-5)
 
 
 def test_reservation_values_reject_bad_input():
