@@ -20,11 +20,12 @@ demo: $(STAMP)
 
 # The suite is mostly XLA compiles, which run on one core each: two worker processes
 # (TEST_WORKERS) take about 30% off a 2-core run. A test file stays in one worker, so its
-# module fixtures and compiled functions are shared as in a single process.
+# module fixtures and compiled functions are shared as in a single process. The run ends
+# with its 25 slowest tests, where time is to be won back.
 TEST_WORKERS ?= 2
 
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 # The report test opens the page in a real headless Chromium. Debian's package is installed
 # when it is missing and this is a root shell with apt-get (a fresh CI machine); elsewhere
