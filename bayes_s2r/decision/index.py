@@ -172,7 +172,7 @@ def shape_kept(shape: ReservationShape, mean, sd, noise_sd):
     i = jnp.clip(jnp.floor(fi), 0, num_m - 2).astype(jnp.int32)
     j = jnp.clip(jnp.floor(ft), 0, num_t - 2).astype(jnp.int32)
     a, b = fi - i, ft - j
-    col = jnp.broadcast_to(jnp.arange(mean.shape[-1]), m.shape)
+    col = jnp.broadcast_to(jnp.arange(m.shape[-1]), m.shape)
     tab = shape.kept
     d = ((1 - a) * (1 - b) * tab[col, i, j] + a * (1 - b) * tab[col, i + 1, j]
          + (1 - a) * b * tab[col, i, j + 1] + a * b * tab[col, i + 1, j + 1])
