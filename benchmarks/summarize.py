@@ -126,6 +126,12 @@ COMMANDS = {
                               "--decide '{\"rollout_margin\": 1}' --out benchmarks/results/worlds_rollout_margin.json"),
     "dp_ceiling_margin": ("python benchmarks/bench_dp_ceiling.py --problems 100 --per-problem --rules q_cvu q_cvu+tr "
                           "--decide '{\"rollout_margin\": 1}' --out benchmarks/results/dp_ceiling_margin.json"),
+    "worlds_rollout_margin_half": ("python benchmarks/bench_worlds.py --families siblings,rivals,easy,needle,mixed "
+                                   "--worlds 200 --jobs 2 --strategies q_cvu --decide '{\"rollout_margin\": 0.5}' "
+                                   "--out benchmarks/results/worlds_rollout_margin_half.json"),
+    "dp_ceiling_margin_half": ("python benchmarks/bench_dp_ceiling.py --problems 100 --per-problem --rules q_cvu "
+                               "q_cvu+tr --decide '{\"rollout_margin\": 0.5}' "
+                               "--out benchmarks/results/dp_ceiling_margin_half.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -945,13 +951,26 @@ def worlds_held_out(data: dict, shared: dict | None = None, *pooled) -> list[str
     return out
 
 
-def rollout_margin(data: dict, dp: dict | None, dp_default: dict | None, *defaults: dict) -> list[str]:
+def _margin_section(name: str, dp_name: str):
+    """The section of the worlds table `name` and the DP table `dp_name` of one `rollout_margin`."""
+
+    def section(data: dict, dp: dict | None, dp_default: dict | None, *defaults: dict) -> list[str]:
+        return _rollout_margin(name, dp_name, data, dp, dp_default, *defaults)
+
+    return section
+
+
+def _rollout_margin(name: str, dp_name: str, data: dict, dp: dict | None, dp_default: dict | None,
+                    *defaults: dict) -> list[str]:
     """The rule with a fortified rollout (`rollout_margin`) against the default rule, paired by
-    world on every family of `defaults` (the tables whose rule rows are the default's), and on
-    the exactly solved problems."""
+    world on each family of `data` with the one of `defaults` (the tables whose rule rows are the
+    default's) that holds it, and on the exactly solved problems."""
     margin = data["settings"]["overrides"]["rollout_margin"]
-    out = [f"## The fortified rollout: `rollout_margin={margin:g}` on every family", "",
-           f"`{COMMANDS['worlds_rollout_margin']}` ({_machine(data)})", "",
+    families = data["summary"]
+    every_family = set().union(*(d["summary"] for d in defaults if d))
+    which = "every family" if set(families) == every_family else ", ".join(families)
+    out = [f"## The fortified rollout: `rollout_margin={margin:g}` on {which}", "",
+           f"`{COMMANDS[name]}` ({_machine(data)})", "",
            (f"The rule with `DecideConfig(rollout_margin={margin:g})`: a try or the stop other than the rollout's "
             f"base policy's own choice is made only when its Q leads that choice's by more than {margin:g} "
             "Monte-Carlo standard error of their paired difference (`docs/decide.md`). Paired by world with the "
@@ -970,11 +989,12 @@ def rollout_margin(data: dict, dp: dict | None, dp_default: dict | None, *defaul
         every.append(_paired_diffs(data, default[0], family, "q_cvu"))
         out.append(f"| {family} | {summary['q_cvu']['net_utility_mean']:.3f} | {_diff_cell(every[-1])} | "
                    f"{changed} of {len(every[-1])} |")
-    out += [f"| all families together | | {_diff_cell(np.concatenate(every))} | |", ""]
+    together = "all families" if which == "every family" else "these families"
+    out += [f"| {together} together | | {_diff_cell(np.concatenate(every))} | |", ""]
     if dp is None or dp_default is None:
         return out
     rules = dp["settings"]["rules"]
-    out += [(f"On the exactly solved small problems (`{COMMANDS['dp_ceiling_margin']}`, {_machine(dp)}), each rule's "
+    out += [(f"On the exactly solved small problems (`{COMMANDS[dp_name]}`, {_machine(dp)}), each rule's "
              "value as a share of the Bayes-optimal value (in brackets the share of problems within 5%), with the "
              "margin and without it (the current rule's table above):"), "",
             *([f"Note: {dp['settings']['note']}.", ""] if dp["settings"].get("note") else []),
@@ -988,6 +1008,10 @@ def rollout_margin(data: dict, dp: dict | None, dp_default: dict | None, *defaul
                 cells.append(_dp_share(v))
         out.append(f"| {variant} | " + " | ".join(cells) + " |")
     return out + [""]
+
+
+rollout_margin = _margin_section("worlds_rollout_margin", "dp_ceiling_margin")
+rollout_margin_half = _margin_section("worlds_rollout_margin_half", "dp_ceiling_margin_half")
 
 
 def _gain_prior_text(settings: dict) -> str:
@@ -1284,6 +1308,8 @@ SECTIONS = [
     Section(("dp_ceiling", "dp_ceiling_rule"), dp_ceiling),
     Section(("worlds_rollout_margin", "dp_ceiling_margin", "dp_ceiling_rule", "worlds", "worlds_pilots",
              "worlds_held_out"), rollout_margin),
+    Section(("worlds_rollout_margin_half", "dp_ceiling_margin_half", "dp_ceiling_rule", "worlds", "worlds_pilots",
+             "worlds_held_out"), rollout_margin_half),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -304,3 +304,8 @@ def test_the_rollout_margin_section_pairs_each_family_with_the_default_rule_s_ta
     assert summarize._diff_cell(np.array([0.2, 0.0, 0.0, 0.0, -0.1])) in text
     with pytest.raises(ValueError, match="'b' has 0 default tables"):
         summarize.rollout_margin(margin, None, None, first)
+    # a margin run on some of the families says which
+    some = table({"b": [0.1, 0.2, 0.2]}, {"b": [["y"], ["x"], ["x"]]}, overrides={"rollout_margin": 0.5})
+    text = "\n".join(summarize.rollout_margin_half(some, None, None, first, held))
+    assert "`rollout_margin=0.5` on b" in text and "worlds_rollout_margin_half.json" in text
+    assert f"| these families together | | {summarize._diff_cell(np.array([-0.1, 0.0, 0.0]))} | |" in text
