@@ -132,6 +132,9 @@ COMMANDS = {
     "dp_ceiling_margin_half": ("python benchmarks/bench_dp_ceiling.py --problems 100 --per-problem --rules q_cvu "
                                "q_cvu+tr --decide '{\"rollout_margin\": 0.5}' "
                                "--out benchmarks/results/dp_ceiling_margin_half.json"),
+    "worlds_base_index_draws": ("python benchmarks/bench_worlds.py --families robot,pilots --worlds 200 --jobs 2 "
+                                "--strategies q_cvu --decide '{\"base_index\": \"draws\"}' "
+                                "--out benchmarks/results/worlds_base_index_draws.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -951,33 +954,51 @@ def worlds_held_out(data: dict, shared: dict | None = None, *pooled) -> list[str
     return out
 
 
-def _margin_section(name: str, dp_name: str):
-    """The section of the worlds table `name` and the DP table `dp_name` of one `rollout_margin`."""
+def _variant_section(name: str, dp_name: str | None = None):
+    """The section of the worlds table `name` of one rule option: it reads that table, then the DP
+    table `dp_name` and the current rule's (where `dp_name` is given), then the default's tables."""
 
-    def section(data: dict, dp: dict | None, dp_default: dict | None, *defaults: dict) -> list[str]:
-        return _rollout_margin(name, dp_name, data, dp, dp_default, *defaults)
+    def with_dp(data: dict, dp: dict | None, dp_default: dict | None, *defaults: dict) -> list[str]:
+        return _rule_variant(name, dp_name, data, dp, dp_default, *defaults)
 
-    return section
+    def without_dp(data: dict, *defaults: dict) -> list[str]:
+        return _rule_variant(name, None, data, None, None, *defaults)
+
+    return without_dp if dp_name is None else with_dp
 
 
-def _rollout_margin(name: str, dp_name: str, data: dict, dp: dict | None, dp_default: dict | None,
-                    *defaults: dict) -> list[str]:
-    """The rule with a fortified rollout (`rollout_margin`) against the default rule, paired by
-    world on each family of `data` with the one of `defaults` (the tables whose rule rows are the
-    default's) that holds it, and on the exactly solved problems."""
-    margin = data["settings"]["overrides"]["rollout_margin"]
+def _variant_words(overrides: dict) -> tuple[str, str, str]:
+    """(heading, what the rule does differently, a word for its columns) for a table run with
+    `overrides` of the rule's `DecideConfig`."""
+    if "rollout_margin" in overrides:
+        k = overrides["rollout_margin"]
+        return (f"The fortified rollout: `rollout_margin={k:g}`",
+                (f"The rule with `DecideConfig(rollout_margin={k:g})`: a try or the stop other than the rollout's base "
+                f"policy's own choice is made only when its Q leads that choice's by more than {k:g} Monte-Carlo "
+                "standard error of their paired difference (`docs/decide.md`)."), "margin")
+    if overrides.get("base_index") == "draws":
+        return ("The draws' shape in the rollout's base policy: `base_index=\"draws\"`",
+                ("The rule with `DecideConfig(base_index=\"draws\")`: the rollout's base policy ranks and values its "
+                "tries with the shape of the posterior's draws instead of a normal of their mean and sd "
+                "(`docs/decide.md`)."), "draws")
+    raise ValueError(f"no words for a rule run with {overrides!r}")
+
+
+def _rule_variant(name: str, dp_name: str | None, data: dict, dp: dict | None, dp_default: dict | None,
+                  *defaults: dict) -> list[str]:
+    """The rule with one option changed against the default rule, paired by world on each family
+    of `data` with the one of `defaults` (the tables whose rule rows are the default's) that holds
+    it, and on the exactly solved problems."""
+    heading, what, short = _variant_words(data["settings"]["overrides"])
     families = data["summary"]
     every_family = set().union(*(d["summary"] for d in defaults if d))
     which = "every family" if set(families) == every_family else ", ".join(families)
-    out = [f"## The fortified rollout: `rollout_margin={margin:g}` on {which}", "",
-           f"`{COMMANDS[name]}` ({_machine(data)})", "",
-           (f"The rule with `DecideConfig(rollout_margin={margin:g})`: a try or the stop other than the rollout's "
-            f"base policy's own choice is made only when its Q leads that choice's by more than {margin:g} "
-            "Monte-Carlo standard error of their paired difference (`docs/decide.md`). Paired by world with the "
-            "default rule (margin 0) of the tables above; the last column counts the campaigns whose sequence of "
-            "decisions changed. It would be the default only if no family lost with an interval excluding 0."), "",
+    out = [f"## {heading} on {which}", "", f"`{COMMANDS[name]}` ({_machine(data)})", "",
+           (f"{what} Paired by world with the default rule of the tables above; the last column counts the "
+            "campaigns whose sequence of decisions changed. It would be the default only if no family lost with "
+            "an interval excluding 0."), "",
            *_stale(data), *_merged_parts(data["settings"]),
-           "| family | q_cvu, margin | margin − default, 95% | campaigns whose path changed |", "|---|---|---|---|"]
+           f"| family | q_cvu, {short} | {short} − default, 95% | campaigns whose path changed |", "|---|---|---|---|"]
     every = []
     for family, summary in data["summary"].items():
         default = [d for d in defaults if d and family in d["summary"]]
@@ -996,9 +1017,9 @@ def _rollout_margin(name: str, dp_name: str, data: dict, dp: dict | None, dp_def
     rules = dp["settings"]["rules"]
     out += [(f"On the exactly solved small problems (`{COMMANDS[dp_name]}`, {_machine(dp)}), each rule's "
              "value as a share of the Bayes-optimal value (in brackets the share of problems within 5%), with the "
-             "margin and without it (the current rule's table above):"), "",
+             f"{short} and without it (the current rule's table above):"), "",
             *([f"Note: {dp['settings']['note']}.", ""] if dp["settings"].get("note") else []),
-            "| variant | " + " | ".join(f"{r}, margin | {r}, default" for r in rules) + " |",
+            "| variant | " + " | ".join(f"{r}, {short} | {r}, default" for r in rules) + " |",
             "|---" * (2 * len(rules) + 1) + "|"]
     for variant, result in dp["results"].items():
         cells = []
@@ -1010,8 +1031,9 @@ def _rollout_margin(name: str, dp_name: str, data: dict, dp: dict | None, dp_def
     return out + [""]
 
 
-rollout_margin = _margin_section("worlds_rollout_margin", "dp_ceiling_margin")
-rollout_margin_half = _margin_section("worlds_rollout_margin_half", "dp_ceiling_margin_half")
+rollout_margin = _variant_section("worlds_rollout_margin", "dp_ceiling_margin")
+rollout_margin_half = _variant_section("worlds_rollout_margin_half", "dp_ceiling_margin_half")
+base_index_draws = _variant_section("worlds_base_index_draws")
 
 
 def _gain_prior_text(settings: dict) -> str:
@@ -1310,6 +1332,7 @@ SECTIONS = [
              "worlds_held_out"), rollout_margin),
     Section(("worlds_rollout_margin_half", "dp_ceiling_margin_half", "dp_ceiling_rule", "worlds", "worlds_pilots",
              "worlds_held_out"), rollout_margin_half),
+    Section(("worlds_base_index_draws", "worlds", "worlds_pilots", "worlds_held_out"), base_index_draws),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -309,3 +309,8 @@ def test_the_rollout_margin_section_pairs_each_family_with_the_default_rule_s_ta
     text = "\n".join(summarize.rollout_margin_half(some, None, None, first, held))
     assert "`rollout_margin=0.5` on b" in text and "worlds_rollout_margin_half.json" in text
     assert f"| these families together | | {summarize._diff_cell(np.array([-0.1, 0.0, 0.0]))} | |" in text
+    # another option of the rule, with its own words and no DP table
+    draws = table({"a": [0.1, 0.4]}, {"a": [["y"], ["x"]]}, overrides={"base_index": "draws"})
+    text = "\n".join(summarize.base_index_draws(draws, first, held))
+    assert '`base_index="draws"` on a' in text and "| family | q_cvu, draws | draws − default, 95% |" in text
+    assert f"| a | 0.250 | {summarize._diff_cell(np.array([0.0, -0.1]))} | 1 of 2 |" in text
