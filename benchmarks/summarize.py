@@ -972,15 +972,15 @@ def _variant_words(overrides: dict) -> tuple[str, str, str]:
     `overrides` of the rule's `DecideConfig`."""
     if "rollout_margin" in overrides:
         k = overrides["rollout_margin"]
-        return (f"The fortified rollout: `rollout_margin={k:g}`",
-                (f"The rule with `DecideConfig(rollout_margin={k:g})`: a try or the stop other than the rollout's base "
-                f"policy's own choice is made only when its Q leads that choice's by more than {k:g} Monte-Carlo "
-                "standard error of their paired difference (`docs/decide.md`)."), "margin")
+        what = (f"The rule with `DecideConfig(rollout_margin={k:g})`: a try or the stop other than the rollout's "
+                f"base policy's own choice is made only when its Q leads that choice's by more than {k:g} "
+                "Monte-Carlo standard error of their paired difference (`docs/decide.md`).")
+        return f"The fortified rollout: `rollout_margin={k:g}`", what, "margin"
     if overrides.get("base_index") == "draws":
-        return ("The draws' shape in the rollout's base policy: `base_index=\"draws\"`",
-                ("The rule with `DecideConfig(base_index=\"draws\")`: the rollout's base policy ranks and values its "
+        what = ("The rule with `DecideConfig(base_index=\"draws\")`: the rollout's base policy ranks and values its "
                 "tries with the shape of the posterior's draws instead of a normal of their mean and sd "
-                "(`docs/decide.md`)."), "draws")
+                "(`docs/decide.md`).")
+        return "The draws' shape in the rollout's base policy: `base_index=\"draws\"`", what, "draws"
     raise ValueError(f"no words for a rule run with {overrides!r}")
 
 
