@@ -34,7 +34,7 @@ _LAZY = {
     ], "bayes_s2r.evidence"),
     **dict.fromkeys([
         "BinomialPairedOutcome", "GaussianOutcome", "SafetyProbe", "GainBelief", "GainPrior",
-        "fit_gain_prior", "fit_gains", "FitConfig", "NUTS", "SVI", "RiskBelief", "clopper_pearson_ucb", "fit_deploy_risk",
+        "fit_gain_prior", "check_gain_prior", "fit_gains", "FitConfig", "NUTS", "SVI", "RiskBelief", "clopper_pearson_ucb", "fit_deploy_risk",
         "fit_exec_risk", "fit_sensitivity",
     ], "bayes_s2r.belief"),
     **dict.fromkeys([

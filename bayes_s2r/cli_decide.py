@@ -569,10 +569,11 @@ def prior_command(
                          "shared_scales; 0 makes them independent given the prior).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
-    """Choose the gains prior's candidate level from past campaigns (`fit_gain_prior`)."""
+    """Choose the gains prior's candidate level from past campaigns (`fit_gain_prior`), then check
+    the chosen prior's predictive against them (`check_gain_prior`)."""
     import dataclasses
 
-    from bayes_s2r.belief import fit_gain_prior
+    from bayes_s2r.belief import check_gain_prior, fit_gain_prior
     from bayes_s2r.belief.team_prior import (
         DEFAULT_METHOD_LOCS,
         DEFAULT_METHOD_SPREADS,
@@ -609,19 +610,24 @@ def prior_command(
                          method_spreads=DEFAULT_METHOD_SPREADS if shrink else None,
                          shared_scales=DEFAULT_SHARED_SCALES if shared else None)
     fields = dataclasses.asdict(fit.prior)
+    check = check_gain_prior(histories, fit.prior, methods=methods)
     if out is not None:
         Path(out).write_text(json.dumps(fields, indent=1) + "\n")
     if as_json:
         typer.echo(json.dumps({"prior": fields, "effects": fit.effects, "at_grid_edge": fit.at_grid_edge,
                                "log_bayes_factor_vs_normal": fit.best_minus_normal,
                                **({"method_spread": fit.method_spread} if shrink else {}),
-                               **({"shared_scale": fit.shared_scale} if shared else {})}, indent=1))
+                               **({"shared_scale": fit.shared_scale} if shared else {}),
+                               "check": check.to_dict()}, indent=1))
         return
     few = ""
     if method_means and not shrink and not fit.prior.method_locs:  # asked for, or the default, yet nothing to fit
         few = (f"\nno method had {MIN_EFFECTS_FOR_LOC} past effects of its candidates (named in {candidates}): "
                "one mean for all")
-    _console().print(fit.text() + few + (f"\nwritten to {out}" if out is not None else ""))
+    hint = ""
+    if check.verdict.startswith("wider") and not shared:
+        hint = "\n--shared sizes the levels a campaign's candidates share by the same history"
+    _console().print(fit.text() + few + "\n" + check.text() + hint + (f"\nwritten to {out}" if out is not None else ""))
 
 
 @app.command("report")

@@ -16,7 +16,7 @@ CONTRACT = [
 
 #: Beyond the contract: what a user needs to price, fit, decide and run a campaign.
 USER = [
-    "PairedReturns", "load_candidates", "SafetyProbe", "GainPrior", "fit_gain_prior",
+    "PairedReturns", "load_candidates", "SafetyProbe", "GainPrior", "fit_gain_prior", "check_gain_prior",
     "fit_deploy_risk", "FitConfig", "NUTS", "SVI", "DecideConfig", "HeadroomTransition", "NoTransition", "AlternativesTransition", "CampaignConfig",
     "Execution", "Executor", "SyntheticExecutor", "SyntheticWorld", "executor_memory", "load_state",
     "make_chooser", "resume_campaign", "run_campaign", "run_round", "start_campaign",

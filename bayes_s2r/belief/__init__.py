@@ -10,6 +10,7 @@ from bayes_s2r.belief.outcomes import (
     outcome_from_mapping,
 )
 from bayes_s2r.belief.posterior import GainBelief
+from bayes_s2r.belief.prior_check import PriorCheck, check_gain_prior
 from bayes_s2r.belief.risk import (
     DeploymentRisk,
     RiskBelief,
@@ -38,11 +39,13 @@ __all__ = [
     "GainPriorFit",
     "GaussianOutcome",
     "NoOutcome",
+    "PriorCheck",
     "RiskBelief",
     "RiskPrior",
     "SafetyProbe",
     "SensitivityBelief",
     "SensitivityData",
+    "check_gain_prior",
     "clopper_pearson_ucb",
     "fit_deploy_risk",
     "fit_exec_risk",

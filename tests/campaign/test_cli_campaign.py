@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 import bayes_s2r.cli_campaign
 import bayes_s2r.cli_decide  # noqa: F401  (registers the commands on the app)
+from bayes_s2r.belief import check_gain_prior as bs_check_gain_prior
 from bayes_s2r.belief import fit_gain_prior as bs_fit_gain_prior
 from bayes_s2r.belief.team_prior import DEFAULT_SKEWS
 from bayes_s2r.cli import app
@@ -214,6 +215,10 @@ def test_prior_from_past_ledgers_then_fit_with_it(example_ledger, tmp_path, monk
     assert printed["prior"]["candidate_df"] == expected.candidate_df
     text = CliRunner().invoke(app, ["prior", *past])
     assert text.exit_code == 0 and "team gain prior from 8 past effects" in text.stdout
+    # the chosen prior is checked against the same campaigns, as check_gain_prior does
+    records = [Ledger(p, create=False).records() for p in past]
+    assert printed["check"] == bs_check_gain_prior(records, expected).to_dict()
+    assert "prior predictive check on 8 past effects" in text.stdout
     skewed = CliRunner().invoke(app, ["prior", *past, "--skew", "--json"])
     assert skewed.exit_code == 0, skewed.output
     with_skew = bs_fit_gain_prior([Ledger(p, create=False).records() for p in past],
