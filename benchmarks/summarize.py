@@ -135,6 +135,7 @@ COMMANDS = {
     "worlds_base_index_draws": ("python benchmarks/bench_worlds.py --families robot,pilots --worlds 200 --jobs 2 "
                                 "--strategies q_cvu --decide '{\"base_index\": \"draws\"}' "
                                 "--out benchmarks/results/worlds_base_index_draws.json"),
+    "prior_check": "python benchmarks/bench_prior_check.py --out benchmarks/results/prior_check.json",
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -1143,6 +1144,35 @@ def belief_structure(data: dict, library: dict | None = None) -> list[str]:
     return out
 
 
+def prior_check(data: dict, *tables: dict | None) -> list[str]:
+    """Each family's team priors checked against its past campaigns, next to what a first try
+    truly brings there and what the shared levels sized by the history did to the rule."""
+    priors = data["settings"]["priors"]
+    shared = [t for t in tables if t is not None]
+    defaults, by_shared = shared[:3], shared[3:]
+    out = _head("prior_check", "Do the team priors predict their own past campaigns?", data) + [
+        ("Each family's 12 past campaigns (`worlds.history`) against each prior a table ran under "
+         "(`bs.check_gain_prior`): the share of past effects inside their central 90% prior predictive intervals "
+         "(binomial test p in brackets; a prior wider than the history holds more), the mean PIT (0.5 when the prior "
+         "is centred on the history), and the gain per try the prior expects (E[max(ΔJ, 0)] at the past control "
+         "levels). `true gain`: what a first try truly brings in the family (the same mean over the adaptations of "
+         f"its first {data['settings']['worlds']} benchmark worlds). The last column is the rule's net utility "
+         "under `history-shared` minus under `history`, paired by world (the tables of the sections above)."), "",
+        "| family | true gain | " + " | ".join(f"{p}: inside 90%, mean PIT, gain expected" for p in priors)
+        + " | q_cvu history-shared − history, 95% |", "|---" * (len(priors) + 3) + "|"]
+    for r in data["results"]:
+        cells = [f"{c['coverage']:.0%} (p {c['p_value']:.2g}), {c['mean_pit']:.2f}, {c['gain_expected']:.3f}"
+                 for c in (r["priors"][p] for p in priors)]
+        diff = "—"
+        for variant in by_shared:
+            for default in defaults:
+                d = _paired_diffs(variant, default, r["family"], "q_cvu")
+                if len(d) > 1:
+                    diff = _diff_cell(d)
+        out.append(f"| {r['family']} | {r['true_gain']:.3f} | " + " | ".join(cells) + f" | {diff} |")
+    return out + [""]
+
+
 REGIME_ARMS = {"nominal": "nominal policy", "si": "SI, then retrain at the fit", "dr_wide": "wide DR (contains the truth)",
                "oracle": "retrain at the true ξ (reference)"}
 
@@ -1333,6 +1363,8 @@ SECTIONS = [
     Section(("worlds_rollout_margin_half", "dp_ceiling_margin_half", "dp_ceiling_rule", "worlds", "worlds_pilots",
              "worlds_held_out"), rollout_margin_half),
     Section(("worlds_base_index_draws", "worlds", "worlds_pilots", "worlds_held_out"), base_index_draws),
+    Section(("prior_check", "worlds", "worlds_pilots", "worlds_held_out", "worlds_history_shared",
+             "worlds_held_out_shared"), prior_check),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import summarize
+import worlds as W
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -157,6 +158,27 @@ def test_the_dp_ceiling_section_reports_each_rule_as_a_share_of_the_optimum():
         line = next(x for x in text.splitlines() if x.startswith(f"| {variant} | "))
         q = result["rules"]["q_cvu"]
         assert f"| {q['ratio_of_means']:.3f} ({q['share_within_5pct']:.0%}) |" in line
+
+
+def test_the_prior_check_section_shows_each_family_prior_and_the_rule_s_paired_difference():
+    def load(name):
+        return json.loads((summarize.HERE / "results" / f"{name}.json").read_text())
+
+    data = load("prior_check")
+    tables = [load(n) for n in ("worlds", "worlds_pilots", "worlds_held_out", "worlds_history_shared",
+                                "worlds_held_out_shared")]
+    lines = summarize.prior_check(data, *tables)
+    for r in data["results"]:
+        (row,) = [x for x in lines if x.startswith(f"| {r['family']} | ")]
+        history = r["priors"]["history"]
+        assert f"| {history['coverage']:.0%} (p {history['p_value']:.2g}), {history['mean_pit']:.2f}, " in row
+        shared = tables[4] if r["family"] in W.HELD_OUT else tables[3]
+        base = tables[2] if r["family"] in W.HELD_OUT else tables[1] if r["family"] == "pilots" else tables[0]
+        diff = summarize._paired_diffs(shared, base, r["family"], "q_cvu")
+        assert row.endswith(f"| {summarize._diff_cell(diff)} |")
+    # without the rule's tables the column says so
+    rows = [x for x in summarize.prior_check(data) if x.startswith("| ") and not x.startswith("| family")]
+    assert len(rows) == len(data["results"]) and all(x.endswith("| — |") for x in rows)
 
 
 def test_the_belief_structure_section_shows_every_truth_rule_and_belief():

@@ -109,7 +109,9 @@ def test_the_team_prior_example_runs(monkeypatch):
     monkeypatch.chdir(ROOT)
     blocks = [c for lang, c in _blocks(ROOT / "docs" / "decide.md") if lang == "python"]
     code = next(c for c in blocks if "fit_gain_prior" in c)
-    assert _exec(code, "docs/decide.md").startswith("team gain prior from 15 past effects")
+    printed = _exec(code, "docs/decide.md")
+    assert printed.startswith("team gain prior from 15 past effects")
+    assert "\nprior predictive check on 15 past effects: " in printed
     for other in blocks:  # the page's other examples run too
         if other is not code:
             _exec(other, "docs/decide.md")

@@ -3,6 +3,7 @@
 import json
 
 import bench_planner
+import bench_prior_check
 import bench_worlds
 import numpy as np
 import pytest
@@ -199,3 +200,16 @@ def test_campaigns_can_start_with_the_starting_policys_deployment_record():
     out = bench_worlds.main([*args, "--start-deployment-episodes", "50"])
     assert out["settings"]["overrides"] == {"start_deployment_episodes": 50}
     assert bench_worlds.main(args)["settings"]["overrides"] == {}
+
+
+def test_the_prior_check_benchmark_runs_small(capsys):
+    out = bench_prior_check.main(["--families", "late", "--priors", "history", "--worlds", "3", "--draws", "200"])
+    (r,) = out["results"]
+    assert r["family"] == "late" and set(r["priors"]) == {"history"}
+    family = W.HELD_OUT["late"]
+    methods = {c.name: c.method for c in W.draw_world(family, W.HISTORY_SEED).candidates if c.role == "adaptation"}
+    check = bs.check_gain_prior(W.history(family), bs.GainPrior(**W.team_prior(family, method_means=True)),
+                                methods=methods, draws=200)
+    assert r["priors"]["history"]["coverage"] == round(check.coverage, 4) and check.effects == 72
+    assert r["true_gain"] == round(bench_prior_check.true_first_gain(family, 3), 4)
+    assert json.loads(capsys.readouterr().out)["benchmark"] == "prior_check"
