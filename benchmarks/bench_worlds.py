@@ -274,6 +274,8 @@ def main(argv=None) -> dict:
                         "history-shrunk: each method's mean shrunk toward 0.3 by the evidence (method_spreads="
                         "DEFAULT_METHOD_SPREADS); "
                         "library: the library's default GainPrior")
+    p.add_argument("--history-campaigns", type=int, default=12,
+                   help="past campaigns the team prior is fitted from (worlds.history; ignored with --gain-prior library)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
     p.add_argument("--rows", default=None, help="JSON-lines file that keeps each finished world (resumable)")
     p.add_argument("--merge", nargs="+", default=None, metavar="RESULT",
@@ -294,8 +296,8 @@ def main(argv=None) -> dict:
     overrides = {**(args.decide or {}), **({} if args.continuation is None else {"continuation": args.continuation})}
     if args.start_deployment_episodes:
         overrides["start_deployment_episodes"] = args.start_deployment_episodes
-    priors = {f: W.team_prior(W.ALL_FAMILIES[f], **TEAM_PRIORS[args.gain_prior]) if args.gain_prior != "library" else None
-              for f in families}
+    priors = {f: W.team_prior(W.ALL_FAMILIES[f], **TEAM_PRIORS[args.gain_prior], campaigns=args.history_campaigns)
+              if args.gain_prior != "library" else None for f in families}
     tasks = [(f, seed, strategies, args.rounds,
               {**overrides, **({"fit_options": {"prior": priors[f]}} if priors[f] else {})})
              for seed in range(args.first_world, args.first_world + args.worlds) for f in families]
@@ -307,7 +309,8 @@ def main(argv=None) -> dict:
         "benchmark": "worlds", "machine": common.machine(),
         "settings": {"families": families, "worlds": args.worlds, "first_world": args.first_world,
                      "strategies": list(strategies), "rounds": args.rounds, "prices": W.PRICES,
-                     "overrides": overrides, "gain_prior": args.gain_prior, "team_priors": priors, "command": "python benchmarks/bench_worlds.py " + " ".join(
+                     "overrides": overrides, "gain_prior": args.gain_prior, "team_priors": priors,
+                     **({"history_campaigns": args.history_campaigns} if args.history_campaigns != 12 else {}), "command": "python benchmarks/bench_worlds.py " + " ".join(
                          argv if argv is not None else sys.argv[1:]),
                      "wall_seconds": time.perf_counter() - t0},
         "summary": summary, "rows": rows,

@@ -286,8 +286,8 @@ def history(family: Family, campaigns: int = 12) -> list[list[PairedEval]]:
 
 def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool = False,
                skew: bool = False, method_means: bool = False, method_contrasts: bool = False,
-               method_shrinkage: bool = False, shared_levels: bool = False) -> dict:
-    """The gain prior a team with `history(family)` behind it brings (`bs.fit_gain_prior`);
+               method_shrinkage: bool = False, shared_levels: bool = False, campaigns: int = 12) -> dict:
+    """The gain prior a team with `history(family, campaigns)` behind it brings (`bs.fit_gain_prior`);
     with `fit_location` the effects' prior mean is fitted too (over its `DEFAULT_LOCS`), with
     `scale_hierarchy` the upper levels are sized with the candidate level, with `skew` the
     candidate level's skew is searched (over `DEFAULT_SKEWS`), with `method_means` each
@@ -296,7 +296,7 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
     `method_shrinkage` each method's mean shrunk toward one by the evidence, with
     `shared_levels` the levels a campaign's candidates share sized by the evidence."""
     methods = {c.name: c.method for c in draw_world(family, HISTORY_SEED).candidates if c.role == "adaptation"}
-    fit = bs.fit_gain_prior(history(family), gain_locs=DEFAULT_LOCS if fit_location else None,
+    fit = bs.fit_gain_prior(history(family, campaigns), gain_locs=DEFAULT_LOCS if fit_location else None,
                             scale_hierarchy=scale_hierarchy, candidate_skews=DEFAULT_SKEWS if skew else (0.0,),
                             methods=methods, method_locs=DEFAULT_METHOD_LOCS if method_means or method_contrasts else None,
                             method_contrasts=method_contrasts,

@@ -184,6 +184,15 @@ def test_a_team_prior_with_its_hierarchy_sized_keeps_the_library_proportions():
     assert config.fit_options["prior"] == bs.GainPrior(**prior)  # the campaign's belief uses all of it
 
 
+def test_the_team_prior_can_come_from_a_longer_history():
+    out = bench_worlds.main(["--families", "pandora", "--worlds", "1", "--rounds", "1", "--strategies", "mv_greedy",
+                             "--history-campaigns", "4"])
+    assert out["settings"]["history_campaigns"] == 4
+    assert out["settings"]["team_priors"]["pandora"] == W.team_prior(W.FAMILIES["pandora"], method_means=True,
+                                                                     campaigns=4)
+    assert len(W.history(W.FAMILIES["pandora"], 4)) == 4
+
+
 def test_a_team_prior_with_shrunk_method_means_keeps_the_methods_apart():
     prior = W.team_prior(W.FAMILIES["robot"], method_shrinkage=True)
     means = prior["method_locs"]
