@@ -1077,9 +1077,12 @@ def dp_ceiling(data: dict, rule: dict | None = None) -> list[str]:
         (f"{settings['problems']} random problems per variant, {settings['candidates']} candidates, "
          f"{settings['rounds']} decisions, gains on a grid ({settings['levels']}); each rule's exact expected "
          "value over the outcome tree as a share of the dynamic program's (ratio of means; in brackets the "
-         "share of problems within 5%). `q_cvu+tr` is the rule told the transition the problems follow "
-         "(`AlternativesTransition`, or `NoTransition` when gains add up); the variants are described in "
-         "`benchmarks/dp_ceiling.py`."), "", *_stale(data),
+         "share of problems within 5%). `q_cvu` is the rule with `decide`'s default transition "
+         "(`HeadroomTransition`: each try adapts the deployed policy), which these problems do not follow: "
+         "their tries are alternatives, or their gains add up. `q_cvu+tr` is the rule told the transition the "
+         "problems follow (`AlternativesTransition`, or `NoTransition` when gains add up), as a campaign that "
+         "declares `transition_rule` is; the variants are described in `benchmarks/dp_ceiling.py`."), "",
+        *_stale(data),
         "| variant | DP value | " + " | ".join(rules) + " |", "|---" * (len(rules) + 2) + "|"]
     for variant, result in data["results"].items():
         cells = [_dp_share(result["rules"][r]) for r in rules]
