@@ -15,6 +15,11 @@ place the treated arm's count in it (a randomized PIT, for discrete counts). Und
 that describes the history the PITs are uniform and the central 90% predictive intervals
 hold 90% of the past effects; a prior wider than the history holds more of them and
 predicts larger measured gains than the team saw, a narrower one holds fewer.
+
+The levels a campaign's candidates share enter each effect's predictive with their whole
+spread, as they do in `fit_gain_prior`'s marginal likelihood. The gains model leaves out the
+method level for a campaign of one method (and the group level where each method has one
+lens group), so for such campaigns the check reads the prior a little wider than a fit sees it.
 """
 
 from __future__ import annotations
@@ -25,13 +30,13 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 from scipy import special, stats
 
-from bayes_s2r.belief.team_prior import _control_posterior, _effects
+from bayes_s2r.belief.team_prior import control_posterior, past_effects
 from bayes_s2r.errors import InputError, require_int, require_probability, require_seed
 from bayes_s2r.models.gains import GainPrior, mixing_sd_mean
 
 __all__ = ["PriorCheck", "check_gain_prior"]
 
-#: Below this p-value the coverage is called off the level (`PriorCheck.verdict`).
+#: Below this p-value a spread or a centre is called off the history's (`PriorCheck.verdict`).
 SIGNIFICANCE = 0.05
 
 
@@ -155,11 +160,11 @@ def check_gain_prior(histories: Iterable[Iterable], prior: GainPrior, *, methods
     own = dict(prior.method_locs)
     if own and methods is None:
         raise InputError("methods", None, f"each past candidate's method, for prior.method_locs {sorted(own)}")
-    counts, names, _ = _effects(histories)
+    counts, names, _ = past_effects(histories)
     locs = np.asarray([own.get((methods or {}).get(name), prior.gain_loc) for name in names])
     st, nt, sc, nc = counts.T
     rng = np.random.default_rng(seed)
-    m, sd = _control_posterior(sc, nc, prior)   # the control level given its own arm
+    m, sd = control_posterior(sc, nc, prior)   # the control level given its own arm
     alpha = m[:, None] + sd[:, None] * rng.standard_normal((len(names), draws))
     p_c = special.expit(alpha)
     p_t = special.expit(alpha + _effect_draws(prior, locs, rng, draws))

@@ -205,7 +205,7 @@ class GainPriorFit:
                 f"the best normal level {self.best_minus_normal:+.2f}")
 
 
-def _effects(histories) -> tuple[np.ndarray, list[str], np.ndarray]:
+def past_effects(histories) -> tuple[np.ndarray, list[str], np.ndarray]:
     """[E, 4] counts (s_t, n_t, s_c, n_c), one row per (campaign, candidate, policy), summed,
     each row's candidate and [E] its campaign."""
     if isinstance(histories, (str, bytes)) or not isinstance(histories, Iterable):
@@ -233,7 +233,7 @@ def _effects(histories) -> tuple[np.ndarray, list[str], np.ndarray]:
     return np.asarray(rows, dtype=float), names, np.asarray(campaign_of)
 
 
-def _control_posterior(sc: np.ndarray, nc: np.ndarray, prior: GainPrior) -> tuple[np.ndarray, np.ndarray]:
+def control_posterior(sc: np.ndarray, nc: np.ndarray, prior: GainPrior) -> tuple[np.ndarray, np.ndarray]:
     """Mode and sd (Laplace) of α given the control counts and α's prior, by Newton's method."""
     m = np.full(sc.shape, prior.baseline_loc, dtype=float)
     prec0 = 1.0 / prior.baseline_scale**2
@@ -254,7 +254,7 @@ def _log_lik_grid(counts: np.ndarray, prior: GainPrior, nodes: int = 48) -> np.n
     the evidence by about 0.05 per effect."""
     x, w = special.roots_hermitenorm(nodes)  # ∫ f(z) φ(z) dz ≈ Σ w f(x) / sqrt(2π)
     st, nt, sc, nc = (counts[:, i, None] for i in range(4))
-    m, sd = _control_posterior(sc, nc, prior)
+    m, sd = control_posterior(sc, nc, prior)
     spread = 2.0 * sd
     alpha = m + spread * x[None, :]  # [E, A]
     z0 = (alpha - prior.baseline_loc) / prior.baseline_scale
@@ -476,7 +476,7 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         shared = tuple(float(k) for k in shared)
     else:
         shared = None
-    counts, names, campaign_of = _effects(histories)
+    counts, names, campaign_of = past_effects(histories)
     if len(counts) < min_effects_for_loc:
         locs = (base.gain_loc,)
         spreads = None if spreads is None else (0.0,)
