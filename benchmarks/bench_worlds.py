@@ -57,6 +57,7 @@ TEAM_PRIORS = {
     "history-shrunk": {"method_shrinkage": True},
     "history-shrunk-shared": {"method_shrinkage": True, "shared_levels": True},
     "history-shared": {"method_means": True, "shared_levels": True},
+    "history-baseline": {"method_means": True, "baseline_level": True},
 }
 
 DEFAULT_STRATEGIES = ("q_cvu", "q_cvu@g0", "q_beta0", "mv_greedy", "thompson", "pandora", "round_robin", "dr_only",
@@ -273,7 +274,8 @@ def main(argv=None) -> dict:
                         "history-pooled with only the methods' differences fitted (method_contrasts=True); "
                         "history-shrunk: each method's mean shrunk toward 0.3 by the evidence (method_spreads="
                         "DEFAULT_METHOD_SPREADS); "
-                        "library: the library's default GainPrior")
+                        "history-baseline: history with the starting policies' level fitted to the past starts "
+                        "(baseline_level=True); library: the library's default GainPrior")
     p.add_argument("--history-campaigns", type=int, default=12,
                    help="past campaigns the team prior is fitted from (worlds.history; ignored with --gain-prior library)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes")

@@ -286,7 +286,8 @@ def history(family: Family, campaigns: int = 12) -> list[list[PairedEval]]:
 
 def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool = False,
                skew: bool = False, method_means: bool = False, method_contrasts: bool = False,
-               method_shrinkage: bool = False, shared_levels: bool = False, campaigns: int = 12) -> dict:
+               method_shrinkage: bool = False, shared_levels: bool = False, baseline_level: bool = False,
+               campaigns: int = 12) -> dict:
     """The gain prior a team with `history(family, campaigns)` behind it brings (`bs.fit_gain_prior`);
     with `fit_location` the effects' prior mean is fitted too (over its `DEFAULT_LOCS`), with
     `scale_hierarchy` the upper levels are sized with the candidate level, with `skew` the
@@ -294,14 +295,16 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
     method's mean (over `DEFAULT_METHOD_LOCS`; the candidates keep their names and methods
     from world to world of a family), with `method_contrasts` only how the methods differ, with
     `method_shrinkage` each method's mean shrunk toward one by the evidence, with
-    `shared_levels` the levels a campaign's candidates share sized by the evidence."""
+    `shared_levels` the levels a campaign's candidates share sized by the evidence, with
+    `baseline_level` the starting policies' level fitted to the past starts."""
     methods = {c.name: c.method for c in draw_world(family, HISTORY_SEED).candidates if c.role == "adaptation"}
     fit = bs.fit_gain_prior(history(family, campaigns), gain_locs=DEFAULT_LOCS if fit_location else None,
                             scale_hierarchy=scale_hierarchy, candidate_skews=DEFAULT_SKEWS if skew else (0.0,),
                             methods=methods, method_locs=DEFAULT_METHOD_LOCS if method_means or method_contrasts else None,
                             method_contrasts=method_contrasts,
                             method_spreads=DEFAULT_METHOD_SPREADS if method_shrinkage else None,
-                            shared_scales=DEFAULT_SHARED_SCALES if shared_levels else None)
+                            shared_scales=DEFAULT_SHARED_SCALES if shared_levels else None,
+                            baseline_level=baseline_level)
     out = {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df}
     if fit_location:
         out["gain_loc"] = fit.prior.gain_loc
@@ -309,6 +312,8 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
         out["candidate_skew"] = fit.prior.candidate_skew
     if method_means or method_contrasts or method_shrinkage:
         out["method_locs"] = dict(fit.prior.method_locs)
+    if baseline_level:
+        out.update(baseline_loc=fit.prior.baseline_loc, baseline_scale=fit.prior.baseline_scale)
     if scale_hierarchy or shared_levels:
         out.update(gain_scale=fit.prior.gain_scale, method_scale=fit.prior.method_scale,
                    group_scale=fit.prior.group_scale)

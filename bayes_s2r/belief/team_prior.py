@@ -141,6 +141,13 @@ DEFAULT_METHOD_SPREADS = (0.0, 0.125, 0.25, 0.375, 0.5, 0.75, 1.0, 1.5, 2.0)
 #: multipliers of base's `gain_scale`, `method_scale` and `group_scale`. 0 makes the candidates of a
 #: campaign independent given the prior; 1 is the library's hierarchy.
 DEFAULT_SHARED_SCALES = (0.0, 0.125, 0.25, 0.5, 1.0)
+#: The starting policies' level (`GainPrior.baseline_loc`, `baseline_scale`; logits) is searched
+#: on this grid (`baseline_level=True`), from this many past campaigns on: with fewer the base
+#: prior's is kept. The scales stop at 0.25 logits, a prior that still leaves a start's J
+#: uncertain by a few points however alike the past starts were.
+_BASELINE_LOCS = np.round(np.arange(-5.0, 5.0 + 1e-9, 0.05), 2)
+_BASELINE_SCALES = tuple(float(x) for x in np.round(np.geomspace(0.25, 3.0, 25), 4))
+MIN_CAMPAIGNS_FOR_BASELINE = 5
 #: Equal-probability nodes of each shared level's normal offset in the campaign evidence.
 _SHARED_NODES = 32
 #: Each method's mean is integrated within this many logits of `gain_loc`, on a grid of this
@@ -198,6 +205,9 @@ class GainPriorFit:
             df += ", one mean for all methods (spread 0 chosen)"
         if self.shared_scale is not None:
             df += f", shared levels x{self.shared_scale:g}"
+        if (self.prior.baseline_loc, self.prior.baseline_scale) != (GainPrior.baseline_loc, GainPrior.baseline_scale):
+            df += (f", starting policies at {self.prior.baseline_loc:g} ± {self.prior.baseline_scale:g} logits "
+                   f"(J {special.expit(self.prior.baseline_loc):.2f})")
         edge = " (at the edge of the scales searched)" if self.at_grid_edge else ""
         return (f"team gain prior from {self.effects} past effects: candidate_scale="
                 f"{self.prior.candidate_scale:g}{edge}, candidate level {df}, gain_loc="
@@ -205,17 +215,25 @@ class GainPriorFit:
                 f"the best normal level {self.best_minus_normal:+.2f}")
 
 
-def past_effects(histories) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """[E, 4] counts (s_t, n_t, s_c, n_c), one row per (campaign, candidate, policy), summed,
-    each row's candidate and [E] its campaign."""
+def past_campaigns(histories) -> list[list]:
+    """`histories` as a list of past campaigns, each a list of its records (a `Ledger`'s read)."""
     if isinstance(histories, (str, bytes)) or not isinstance(histories, Iterable):
         raise InputError("histories", histories, "an iterable of campaigns, each an iterable of records")
-    rows, names, campaign_of = [], [], []
+    out = []
     for i, campaign in enumerate(histories):
         if callable(getattr(campaign, "records", None)):  # a Ledger
             campaign = campaign.records()
         if isinstance(campaign, (str, bytes, PairedEval)) or not isinstance(campaign, Iterable):
             raise InputError(f"histories[{i}]", campaign, "an iterable of records (one past campaign)")
+        out.append(list(campaign))
+    return out
+
+
+def past_effects(histories) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """[E, 4] counts (s_t, n_t, s_c, n_c), one row per (campaign, candidate, policy), summed,
+    each row's candidate and [E] its campaign."""
+    rows, names, campaign_of = [], [], []
+    for i, campaign in enumerate(past_campaigns(histories)):
         cells: dict[tuple, list[int]] = {}
         for r in campaign:
             if not isinstance(r, PairedEval):
@@ -243,6 +261,38 @@ def control_posterior(sc: np.ndarray, nc: np.ndarray, prior: GainPrior) -> tuple
         m = m + (sc - nc * p - (m - prior.baseline_loc) * prec0) / hess
     p = special.expit(m)
     return m, 1.0 / np.sqrt(nc * p * (1 - p) + prec0)
+
+
+def start_arms(histories) -> np.ndarray:
+    """[K, 2] (successes, episodes) of each past campaign's starting policy: the control arms of
+    the paired evaluations against the policy of its earliest one (lowest round), summed."""
+    out = []
+    for campaign in past_campaigns(histories):
+        paired = [r for r in campaign if isinstance(r, PairedEval)]
+        if not paired:
+            continue
+        start = min(paired, key=lambda r: r.round).policy
+        mine = [r for r in paired if r.policy == start]
+        out.append((sum(r.successes_control for r in mine), sum(r.episodes_control for r in mine)))
+    return np.asarray(out, dtype=float).reshape(-1, 2)
+
+
+def fit_baseline_level(arms: np.ndarray) -> tuple[float, float]:
+    """(loc, scale) of α ~ N(loc, scale²), the starting policies' level on the logit scale, that
+    maximise Π_k ∫ Bin(s_k | n_k, σ(α)) N(α; loc, scale²) dα over the past campaigns' starting
+    arms `arms` ([K, 2] successes, episodes), on `_BASELINE_LOCS` × `_BASELINE_SCALES`."""
+    alpha = np.linspace(-15.0, 15.0, 1201)
+    s, n = arms[:, :1], arms[:, 1:]
+    ll = s * special.log_expit(alpha) + (n - s) * special.log_expit(-alpha)      # [K, A]
+    best, best_ll = (0.0, 1.0), -np.inf
+    for scale in _BASELINE_SCALES:
+        log_prior = (-0.5 * ((alpha[None, :] - _BASELINE_LOCS[:, None]) / scale) ** 2
+                     - math.log(scale * math.sqrt(2 * math.pi)) + math.log(alpha[1] - alpha[0]))  # [L, A]
+        total = special.logsumexp(ll[:, None, :] + log_prior[None], axis=2).sum(0)  # [L]
+        i = int(np.argmax(total))
+        if total[i] > best_ll:
+            best, best_ll = (float(_BASELINE_LOCS[i]), scale), float(total[i])
+    return best
 
 
 def _log_lik_grid(counts: np.ndarray, prior: GainPrior, nodes: int = 48) -> np.ndarray:
@@ -392,7 +442,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                    method_locs: Sequence[float] | None = None,
                    method_contrasts: bool = False,
                    method_spreads: Sequence[float] | None = None,
-                   shared_scales: Sequence[float] | None = None) -> GainPriorFit:
+                   shared_scales: Sequence[float] | None = None,
+                   baseline_level: bool = False) -> GainPriorFit:
     """Choose the gains model's candidate level (and, when asked, the effects' prior mean) from
     past campaigns (type-II maximum likelihood).
 
@@ -439,6 +490,11 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
             likelihood, with each past campaign's effects taken jointly, is largest, searched
             together with the candidate scale once the rest of the prior is chosen (module
             docstring). None (default): base's levels as they are.
+        baseline_level: also fit the prior of the policies' level (`GainPrior.baseline_loc`,
+            `baseline_scale`) to the past campaigns' starting policies (`start_arms`, by
+            `fit_baseline_level`), with at least `MIN_CAMPAIGNS_FOR_BASELINE` of them, before the
+            rest: gains are modelled on the logit scale, so a campaign that has not measured its
+            starting policy prices every gain at the J this prior expects (0.5 for the library's).
 
     Returns:
         a `GainPriorFit`; pass `fit.prior` as `fit_gains(..., prior=fit.prior)` or
@@ -465,6 +521,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         raise InputError("scale_hierarchy", scale_hierarchy, "True or False")
     if not isinstance(method_contrasts, bool):
         raise InputError("method_contrasts", method_contrasts, "True or False")
+    if not isinstance(baseline_level, bool):
+        raise InputError("baseline_level", baseline_level, "True or False")
     if method_contrasts and spreads is not None:
         raise InputError("method_contrasts", method_contrasts, "False with method_spreads (the spread sets the contrasts)")
     if shared_scales is not None:
@@ -476,6 +534,12 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         shared = tuple(float(k) for k in shared)
     else:
         shared = None
+    if baseline_level:
+        histories = past_campaigns(histories)
+        arms = start_arms(histories)
+        if len(arms) >= MIN_CAMPAIGNS_FOR_BASELINE:
+            loc, scale = fit_baseline_level(arms)
+            base = dataclasses.replace(base, baseline_loc=loc, baseline_scale=scale)
     counts, names, campaign_of = past_effects(histories)
     if len(counts) < min_effects_for_loc:
         locs = (base.gain_loc,)
