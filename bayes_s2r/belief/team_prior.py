@@ -284,11 +284,13 @@ def fit_baseline_level(arms: np.ndarray) -> tuple[float, float]:
     alpha = np.linspace(-15.0, 15.0, 1201)
     s, n = arms[:, :1], arms[:, 1:]
     ll = s * special.log_expit(alpha) + (n - s) * special.log_expit(-alpha)      # [K, A]
+    top = ll.max(axis=1)
+    lik = np.exp(ll - top[:, None])                                              # each arm's, scaled to max 1
     best, best_ll = (0.0, 1.0), -np.inf
-    for scale in _BASELINE_SCALES:
-        log_prior = (-0.5 * ((alpha[None, :] - _BASELINE_LOCS[:, None]) / scale) ** 2
-                     - math.log(scale * math.sqrt(2 * math.pi)) + math.log(alpha[1] - alpha[0]))  # [L, A]
-        total = special.logsumexp(ll[:, None, :] + log_prior[None], axis=2).sum(0)  # [L]
+    for scale in _BASELINE_SCALES:  # each arm's likelihood against the normal at every loc: one product
+        kernel = (np.exp(-0.5 * ((alpha[:, None] - _BASELINE_LOCS[None, :]) / scale) ** 2)
+                  * (alpha[1] - alpha[0]) / (scale * math.sqrt(2 * math.pi)))   # [A, L]
+        total = (np.log(np.maximum(lik @ kernel, 1e-300)) + top[:, None]).sum(0)  # [L]
         i = int(np.argmax(total))
         if total[i] > best_ll:
             best, best_ll = (float(_BASELINE_LOCS[i]), scale), float(total[i])
