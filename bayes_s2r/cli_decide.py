@@ -567,6 +567,10 @@ def prior_command(
     shared: Annotated[bool, typer.Option(
         "--shared", help="Size the levels one campaign's candidates share by the evidence (fit_gain_prior's "
                          "shared_scales; 0 makes them independent given the prior).")] = False,
+    baseline: Annotated[bool, typer.Option(
+        "--baseline", help="Also fit where the team's policies start (GainPrior.baseline_loc, baseline_scale) to the "
+                           "past campaigns' starting policies, so that gains are priced at the J a campaign "
+                           "usually starts from before it measures its own.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Choose the gains prior's candidate level from past campaigns (`fit_gain_prior`), then check
@@ -608,7 +612,7 @@ def prior_command(
     fit = fit_gain_prior(histories, candidate_skews=DEFAULT_SKEWS if skew else (0.0,), methods=methods,
                          method_locs=DEFAULT_METHOD_LOCS if method_means and not shrink else None,
                          method_spreads=DEFAULT_METHOD_SPREADS if shrink else None,
-                         shared_scales=DEFAULT_SHARED_SCALES if shared else None)
+                         shared_scales=DEFAULT_SHARED_SCALES if shared else None, baseline_level=baseline)
     fields = dataclasses.asdict(fit.prior)
     check = check_gain_prior(histories, fit.prior, methods=methods)
     if out is not None:

@@ -288,6 +288,11 @@ def test_prior_with_each_methods_mean_from_the_candidates_file(tmp_path):
     from bayes_s2r import GainPrior
 
     assert printed["prior"]["gain_scale"] == pytest.approx(GainPrior().gain_scale * k)
+    # where the past campaigns started (their control arms at J 14/48), for a campaign not yet measured
+    started = CliRunner().invoke(app, ["prior", *past, "--baseline", "--candidates", str(toml), "--json"])
+    assert started.exit_code == 0, started.output
+    prior = json.loads(started.stdout)["prior"]
+    assert prior["baseline_loc"] == pytest.approx(np.log(14 / 34), abs=0.1) and prior["baseline_scale"] == 0.25
 
 
 @pytest.mark.parametrize("args, message", [
