@@ -136,6 +136,13 @@ COMMANDS = {
                                 "--strategies q_cvu --decide '{\"base_index\": \"draws\"}' "
                                 "--out benchmarks/results/worlds_base_index_draws.json"),
     "prior_check": "python benchmarks/bench_prior_check.py --out benchmarks/results/prior_check.json",
+    "worlds_history_shared_200": ("python benchmarks/bench_worlds.py --families late,rivals,siblings --worlds 200 "
+                                  "--jobs 2 --gain-prior history-shared --history-campaigns 200 --strategies "
+                                  "q_cvu,q_beta0,mv_greedy,thompson,pandora,dr_only "
+                                  "--out benchmarks/results/worlds_history_shared_200.json"),
+    "worlds_history_baseline": ("python benchmarks/bench_worlds.py --families late,failing,wide --worlds 200 --jobs 2 "
+                                "--gain-prior history-baseline --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,"
+                                "dr_only --out benchmarks/results/worlds_history_baseline.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -1176,6 +1183,25 @@ def prior_check(data: dict, *tables: dict | None) -> list[str]:
     return out + [""]
 
 
+def team_prior_variants(long: dict, baseline: dict | None, held_out: dict | None) -> list[str]:
+    """The rule and its rivals, every strategy under the same prior, where the team prior comes
+    from a longer history, or places the starting policies where past campaigns started."""
+    out = ["## The rule and its rivals under other team priors", ""]
+    out += _worlds_rivals(long, (
+        "A team prior fitted from 200 past campaigns instead of 12, with the levels a campaign's candidates share "
+        f"sized by them (`{COMMANDS['worlds_history_shared_200']}`, {_machine(long)}): every strategy decides from "
+        "it, so the table asks whether the rule's deficits come from a prior estimated from a short history. The "
+        "last column pairs the rule with its own table under the 12-campaign `history` prior (held-out families)."),
+        held_out)
+    if baseline:
+        out += _worlds_rivals(baseline, (
+            "The 12-campaign `history` prior with the starting policies' level fitted to the past starts "
+            f"(`--gain-prior history-baseline`; `{COMMANDS['worlds_history_baseline']}`, {_machine(baseline)}): "
+            "before a campaign measures its start, its gains are priced at the J its team usually starts from "
+            "instead of 0.5."), held_out)
+    return out
+
+
 REGIME_ARMS = {"nominal": "nominal policy", "si": "SI, then retrain at the fit", "dr_wide": "wide DR (contains the truth)",
                "oracle": "retrain at the true ξ (reference)"}
 
@@ -1368,6 +1394,7 @@ SECTIONS = [
     Section(("worlds_base_index_draws", "worlds", "worlds_pilots", "worlds_held_out"), base_index_draws),
     Section(("prior_check", "worlds", "worlds_pilots", "worlds_held_out", "worlds_history_shared",
              "worlds_held_out_shared"), prior_check),
+    Section(("worlds_history_shared_200", "worlds_history_baseline", "worlds_held_out"), team_prior_variants),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -181,6 +181,21 @@ def test_the_prior_check_section_shows_each_family_prior_and_the_rule_s_paired_d
     assert len(rows) == len(data["results"]) and all(x.endswith("| — |") for x in rows)
 
 
+def test_the_team_prior_variants_pair_the_rule_with_its_table_under_the_short_history():
+    def load(name):
+        return json.loads((summarize.HERE / "results" / f"{name}.json").read_text())
+
+    long, held_out = load("worlds_history_shared_200"), load("worlds_held_out")
+    lines = summarize.team_prior_variants(long, None, held_out)
+    for family, summary in long["summary"].items():
+        (row,) = [x for x in lines if x.startswith(f"| {family} | ")]
+        assert f"| {summary['q_cvu']['net_utility_mean']:.3f} |" in row
+        diff = summarize._paired_diffs(long, held_out, family, "q_cvu")
+        assert row.endswith(f"| {summarize._diff_cell(diff)} |") and len(diff) == 200
+        ahead = [k for k, v in summary.items() if not k.startswith("_") and k != "q_cvu" and v["minus_q_cvu"]["ci95"][0] > 0]
+        assert all(f"{k} {summary[k]['minus_q_cvu']['mean']:+.3f}" in row for k in ahead)
+
+
 def test_the_belief_structure_section_shows_every_truth_rule_and_belief():
     data = json.loads((summarize.HERE / "results" / "belief_structure.json").read_text())
     library = json.loads((summarize.HERE / "results" / "belief_structure_library.json").read_text())
