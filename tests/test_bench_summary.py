@@ -185,7 +185,9 @@ def test_the_team_prior_variants_pair_the_rule_with_its_table_under_the_short_hi
     def load(name):
         return json.loads((summarize.HERE / "results" / f"{name}.json").read_text())
 
-    long, held_out = load("worlds_history_shared_200"), load("worlds_held_out")
+    long, baseline, held_out = load("worlds_history_shared_200"), load("worlds_history_baseline"), load("worlds_held_out")
+    assert summarize.team_prior_variants(long, None, held_out) == summarize.team_prior_variants(
+        long, baseline, held_out)[:len(summarize.team_prior_variants(long, None, held_out))]
     lines = summarize.team_prior_variants(long, None, held_out)
     for family, summary in long["summary"].items():
         (row,) = [x for x in lines if x.startswith(f"| {family} | ")]
@@ -194,6 +196,10 @@ def test_the_team_prior_variants_pair_the_rule_with_its_table_under_the_short_hi
         assert row.endswith(f"| {summarize._diff_cell(diff)} |") and len(diff) == 200
         ahead = [k for k, v in summary.items() if not k.startswith("_") and k != "q_cvu" and v["minus_q_cvu"]["ci95"][0] > 0]
         assert all(f"{k} {summary[k]['minus_q_cvu']['mean']:+.3f}" in row for k in ahead)
+    below = summarize.team_prior_variants(long, baseline, held_out)[len(lines):]
+    for family, summary in baseline["summary"].items():
+        (row,) = [x for x in below if x.startswith(f"| {family} | ")]
+        assert row.endswith(f"| {summarize._diff_cell(summarize._paired_diffs(baseline, held_out, family, 'q_cvu'))} |")
 
 
 def test_the_belief_structure_section_shows_every_truth_rule_and_belief():
