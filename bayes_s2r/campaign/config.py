@@ -52,7 +52,7 @@ PER_ROUND = ("seed", "terminal", "horizon")
 #: `DecideConfig` fields added after ledgers were first stored, with the value every campaign
 #: ran with before the field existed. A ledger that lacks one resumes as it ran, even if the
 #: field's default has changed since (`to_dict` stores every field, so only older ledgers lack one).
-_BEFORE_FIELD = MappingProxyType({"rollout_margin": 0.0, "base_index": "gaussian"})
+_BEFORE_FIELD = MappingProxyType({"rollout_margin": 0.0, "base_index": "gaussian", "diagnosis_margin": 0.0})
 
 
 def _as_run(options: Mapping[str, Any]) -> dict[str, Any]:

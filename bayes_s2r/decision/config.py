@@ -73,6 +73,12 @@ class DecideConfig(NamedTuple):
             base policy's choice is made; a diagnosis that either side chooses stands. 0 (the
             default) is the plain argmax Q. Rollout improves on its base policy in expectation,
             but an argmax over noisy estimates follows the noise where the candidates are close.
+        diagnosis_margin: a diagnosis (a pilot, a safety probe) is chosen only when its Q is
+            above the best try's, or the stop's when no try beats the stop, by more than this
+            many Monte-Carlo standard errors of the difference; otherwise that try or the stop is
+            made. 0 (the default) is the plain argmax Q. A diagnosis is worth what it changes in
+            the few scenarios where it changes a later choice, so its estimate is noisy, and
+            where it is worth about its price the argmax over several alike follows the noise.
         base_index: how the rollout's base policy values a candidate's gain from its belief's
             mean and sd: "gaussian" (a normal of that mean and sd) or "draws" (that mean and sd
             with the shape of the posterior's draws: exact reservation values on the draws).
@@ -100,6 +106,7 @@ class DecideConfig(NamedTuple):
     horizon: int = 1
     rollout_margin: float = 0.0
     base_index: str = "gaussian"
+    diagnosis_margin: float = 0.0
 
     @property
     def functional(self) -> Utility:
@@ -141,6 +148,7 @@ class DecideConfig(NamedTuple):
         require_choice("continuation", cfg.continuation, CONTINUATIONS)
         horizon = require_int("horizon", cfg.horizon, 0)
         margin = require_finite_nonneg("rollout_margin", cfg.rollout_margin)
+        diagnosis_margin = require_finite_nonneg("diagnosis_margin", cfg.diagnosis_margin)
         require_choice("base_index", cfg.base_index, BASE_INDEXES)
         if depth == 2 and cfg.continuation == "rollout":  # the rollout already sees every round left
             raise InputError("lookahead_depth", cfg.lookahead_depth,
@@ -149,5 +157,5 @@ class DecideConfig(NamedTuple):
             alpha_exec=alpha, delta=delta, beta=beta, cvu_samples=k, seed=seed, utility_level=level,
             collapse_ess=ess, bucket=bucket, chunk_bytes=chunk, objectives=objectives, objective_tol=tol,
             lookahead_depth=depth, inner_samples=inner_k, inner_draws=inner_s, horizon=horizon,
-            rollout_margin=margin,
+            rollout_margin=margin, diagnosis_margin=diagnosis_margin,
         )

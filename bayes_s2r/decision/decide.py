@@ -59,6 +59,21 @@ def _fortified(best, q, stop_q, feasible, is_adapt, base: BaseAction | None, cfg
     return best if lead > cfg.rollout_margin * cfg.beta * se else b
 
 
+def _sure_diagnosis(best, q, stop_q, feasible, is_adapt, cvu_se, cfg: DecideConfig):
+    """`best`, unless it is a diagnosis whose Q beats the best feasible try (or the stop, when no
+    try beats it) by no more than `cfg.diagnosis_margin` Monte-Carlo standard errors of the
+    difference: then that try or the stop."""
+    if cfg.diagnosis_margin <= 0 or best is None or is_adapt[best]:
+        return best
+    tries = np.flatnonzero(feasible & is_adapt)
+    alt = int(tries[np.argmax(q[tries])]) if tries.size else None
+    if alt is not None and not q[alt] > stop_q:
+        alt = None
+    se = np.nan_to_num(cvu_se)
+    spread = cfg.beta * float(np.hypot(se[best], 0.0 if alt is None else se[alt]))
+    return best if q[best] - (stop_q if alt is None else q[alt]) > cfg.diagnosis_margin * spread else alt
+
+
 def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk: Any = None,
            config: DecideConfig | None = None, reference: Budget | None = None, current_J: float | None = None,
            done: Iterable[str] = (), transition=None, devices: Any = None, **options: Any) -> Decision:
@@ -134,6 +149,7 @@ def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk
         best, rank, front = ranking.best, ranking.rank, ranking.front
         if len(split.objectives) == 1:
             best = _fortified(best, q, stop_q, feasible, prob.is_adapt, la.base, cfg)
+            best = _sure_diagnosis(best, q, stop_q, feasible, prob.is_adapt, la.cvu_se, cfg)
         stop_reason = None if best is not None else "economic"
 
     draw_gains = np.where(prob.is_adapt[None, :], prob.draws[:, np.maximum(prob.gain_col, 0)], 0.0)
