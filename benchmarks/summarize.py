@@ -143,6 +143,9 @@ COMMANDS = {
     "worlds_history_baseline": ("python benchmarks/bench_worlds.py --families late,failing,wide --worlds 200 --jobs 2 "
                                 "--gain-prior history-baseline --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,"
                                 "dr_only --out benchmarks/results/worlds_history_baseline.json"),
+    "worlds_diagnosis_margin": ("python benchmarks/bench_worlds.py --families late,pilots,failing,robot --worlds 200 "
+                                "--jobs 2 --strategies q_cvu --decide '{\"diagnosis_margin\": 1}' "
+                                "--out benchmarks/results/worlds_diagnosis_margin.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -989,6 +992,12 @@ def _variant_words(overrides: dict) -> tuple[str, str, str]:
                 "tries with the shape of the posterior's draws instead of a normal of their mean and sd "
                 "(`docs/decide.md`).")
         return "The draws' shape in the rollout's base policy: `base_index=\"draws\"`", what, "draws"
+    if "diagnosis_margin" in overrides:
+        k = overrides["diagnosis_margin"]
+        what = (f"The rule with `DecideConfig(diagnosis_margin={k:g})`: where no try beats the stop, a diagnosis "
+                f"(a pilot, a safety probe) is made only when its Q leads the stop's by more than {k:g} Monte-Carlo "
+                "standard error of its estimate (`docs/decide.md`).")
+        return f"Diagnoses beyond their noise: `diagnosis_margin={k:g}`", what, "margin"
     raise ValueError(f"no words for a rule run with {overrides!r}")
 
 
@@ -1042,6 +1051,7 @@ def _rule_variant(name: str, dp_name: str | None, data: dict, dp: dict | None, d
 rollout_margin = _variant_section("worlds_rollout_margin", "dp_ceiling_margin")
 rollout_margin_half = _variant_section("worlds_rollout_margin_half", "dp_ceiling_margin_half")
 base_index_draws = _variant_section("worlds_base_index_draws")
+diagnosis_margin = _variant_section("worlds_diagnosis_margin")
 
 
 def _gain_prior_text(settings: dict) -> str:
@@ -1392,6 +1402,7 @@ SECTIONS = [
     Section(("worlds_rollout_margin_half", "dp_ceiling_margin_half", "dp_ceiling_rule", "worlds", "worlds_pilots",
              "worlds_held_out"), rollout_margin_half),
     Section(("worlds_base_index_draws", "worlds", "worlds_pilots", "worlds_held_out"), base_index_draws),
+    Section(("worlds_diagnosis_margin", "worlds", "worlds_pilots", "worlds_held_out"), diagnosis_margin),
     Section(("prior_check", "worlds", "worlds_pilots", "worlds_held_out", "worlds_history_shared",
              "worlds_held_out_shared"), prior_check),
     Section(("worlds_history_shared_200", "worlds_history_baseline", "worlds_held_out"), team_prior_variants),

@@ -73,12 +73,12 @@ class DecideConfig(NamedTuple):
             base policy's choice is made; a diagnosis that either side chooses stands. 0 (the
             default) is the plain argmax Q. Rollout improves on its base policy in expectation,
             but an argmax over noisy estimates follows the noise where the candidates are close.
-        diagnosis_margin: a diagnosis (a pilot, a safety probe) is chosen only when its Q is
-            above the best try's, or the stop's when no try beats the stop, by more than this
-            many Monte-Carlo standard errors of the difference; otherwise that try or the stop is
-            made. 0 (the default) is the plain argmax Q. A diagnosis is worth what it changes in
-            the few scenarios where it changes a later choice, so its estimate is noisy, and
-            where it is worth about its price the argmax over several alike follows the noise.
+        diagnosis_margin: where no try beats the stop, a diagnosis (a pilot, a safety probe)
+            is chosen over the stop only when its Q is above the stop's by more than this many
+            Monte-Carlo standard errors; otherwise the campaign stops. 0 (the default) is the
+            plain argmax Q. A diagnosis is worth what it changes in the few scenarios where it
+            changes a later choice, so its estimate is noisy, and where it is worth about its
+            price the argmax over several alike follows the noise.
         base_index: how the rollout's base policy values a candidate's gain from its belief's
             mean and sd: "gaussian" (a normal of that mean and sd) or "draws" (that mean and sd
             with the shape of the posterior's draws: exact reservation values on the draws).

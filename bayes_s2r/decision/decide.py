@@ -60,18 +60,15 @@ def _fortified(best, q, stop_q, feasible, is_adapt, base: BaseAction | None, cfg
 
 
 def _sure_diagnosis(best, q, stop_q, feasible, is_adapt, cvu_se, cfg: DecideConfig):
-    """`best`, unless it is a diagnosis whose Q beats the best feasible try (or the stop, when no
-    try beats it) by no more than `cfg.diagnosis_margin` Monte-Carlo standard errors of the
-    difference: then that try or the stop."""
+    """`best`, unless it is a diagnosis, no feasible try beats the stop, and the diagnosis beats
+    the stop by no more than `cfg.diagnosis_margin` Monte-Carlo standard errors: then the stop.
+    Against a try a diagnosis stands (what it tells is what makes the later try the right one)."""
     if cfg.diagnosis_margin <= 0 or best is None or is_adapt[best]:
         return best
-    tries = np.flatnonzero(feasible & is_adapt)
-    alt = int(tries[np.argmax(q[tries])]) if tries.size else None
-    if alt is not None and not q[alt] > stop_q:
-        alt = None
-    se = np.nan_to_num(cvu_se)
-    spread = cfg.beta * float(np.hypot(se[best], 0.0 if alt is None else se[alt]))
-    return best if q[best] - (stop_q if alt is None else q[alt]) > cfg.diagnosis_margin * spread else alt
+    tries = feasible & is_adapt
+    if tries.any() and q[tries].max() > stop_q:
+        return best
+    return best if q[best] - stop_q > cfg.diagnosis_margin * cfg.beta * float(np.nan_to_num(cvu_se[best])) else None
 
 
 def decide(belief, candidates, budget: Budget, weights: ResourceWeights, *, risk: Any = None,

@@ -201,28 +201,25 @@ def test_the_base_policy_probes_only_when_a_decision_is_left_to_try():
     assert bs.decide(belief, cands, bs.Budget(0.4, 5, 10), w, horizon=2, **kw).g0_null >= 0.0
 
 
-def test_a_diagnosis_within_its_noise_of_the_best_try_or_the_stop_gives_way_to_it():
-    """Candidates 0 and 1 are tries, 2 and 3 diagnoses; a diagnosis is made only when its Q beats
-    the best try (or the stop, where no try beats it) by more than margin × β × the standard
-    error of the difference."""
+def test_a_diagnosis_within_its_noise_of_the_stop_gives_way_to_it():
+    """Candidates 0 and 1 are tries, 2 and 3 diagnoses; where no try beats the stop, a diagnosis
+    is made only when its Q beats the stop's by more than margin × β × its standard error."""
     from bayes_s2r.decision.decide import _sure_diagnosis
 
     q, feasible = np.array([0.10, 0.12, 0.15, 0.125]), np.ones(4, bool)
     is_adapt, se = np.array([True, True, False, False]), np.array([0.01, 0.02, 0.04, np.nan])
     cfg = bs.DecideConfig.make(diagnosis_margin=1.0, beta=0.5)
-    # against try 1: lead 0.03 > 0.5·hypot(0.04, 0.02) = 0.022, and ≤ it with se 0.06
-    assert _sure_diagnosis(2, q, 0.0, feasible, is_adapt, se, cfg) == 2
-    assert _sure_diagnosis(2, q, 0.0, feasible, is_adapt, np.array([0.01, 0.02, 0.06, 0.0]), cfg) == 1
-    # no try beats the stop: the diagnosis against the stop alone, lead 0.03 against 0.5·0.04
+    # no try beats a stop at 0.125: lead 0.025 > 0.5·0.04, and a stop at 0.135 leaves 0.015 ≤ 0.02
     assert _sure_diagnosis(2, q, 0.125, feasible, is_adapt, se, cfg) == 2
     assert _sure_diagnosis(2, q, 0.135, feasible, is_adapt, se, cfg) is None
-    assert _sure_diagnosis(2, q, 0.0, np.array([False, False, True, True]), is_adapt, se, cfg) == 2  # lead 0.15
-    # a try, the stop, and any choice under a margin of 0 are left as they are
+    assert _sure_diagnosis(2, q, 0.135, np.array([False, False, True, True]), is_adapt, se, cfg) is None
+    # a try beats the stop: the diagnosis stands however close (what it tells picks the try)
+    assert _sure_diagnosis(2, q, 0.0, feasible, is_adapt, np.array([0.01, 0.02, 1.0, 0.0]), cfg) == 2
+    # an unknown (NaN) error counts as 0; a try, the stop and a margin of 0 are left as they are
+    assert _sure_diagnosis(3, q, 0.124, feasible, is_adapt, se, cfg) == 3
     assert _sure_diagnosis(1, q, 0.0, feasible, is_adapt, se, cfg) == 1
     assert _sure_diagnosis(None, q, 0.0, feasible, is_adapt, se, cfg) is None
     assert _sure_diagnosis(2, q, 0.149, feasible, is_adapt, se, cfg._replace(diagnosis_margin=0.0)) == 2
-    # an unknown (NaN) error counts as 0: lead 0.005 is not above 0.5·hypot(0, 0.02) = 0.01
-    assert _sure_diagnosis(3, q, 0.0, feasible, is_adapt, se, cfg) == 1
     with pytest.raises(bs.InputError, match="diagnosis_margin"):
         bs.DecideConfig.make(diagnosis_margin=-1.0)
 
