@@ -357,3 +357,8 @@ def test_the_rollout_margin_section_pairs_each_family_with_the_default_rule_s_ta
     text = "\n".join(summarize.base_index_draws(draws, first, held))
     assert '`base_index="draws"` on a' in text and "| family | q_cvu, draws | draws − default, 95% |" in text
     assert f"| a | 0.250 | {summarize._diff_cell(np.array([0.0, -0.1]))} | 1 of 2 |" in text
+    # a diagnosis margin
+    sure = table({"b": [0.2, 0.3, 0.2]}, {"b": [["x"], ["y"], ["x"]]}, overrides={"diagnosis_margin": 1})
+    text = "\n".join(summarize.diagnosis_margin(sure, first, held))
+    assert "`diagnosis_margin=1` on b" in text and "leads the stop's by more than 1 Monte-Carlo" in text
+    assert f"| b | 0.233 | {summarize._diff_cell(np.array([0.0, 0.1, 0.0]))} | 1 of 3 |" in text
