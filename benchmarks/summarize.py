@@ -978,26 +978,39 @@ def _variant_section(name: str, dp_name: str | None = None):
     return without_dp if dp_name is None else with_dp
 
 
+def _margin_words(k: float) -> tuple[str, str, str]:
+    return (f"The fortified rollout: `rollout_margin={k:g}`",
+            (f"The rule with `DecideConfig(rollout_margin={k:g})`: a try or the stop other than the rollout's base "
+            f"policy's own choice is made only when its Q leads that choice's by more than {k:g} Monte-Carlo standard "
+            "error of their paired difference (`docs/decide.md`)."), "margin")
+
+
+def _draws_words(value: str) -> tuple[str, str, str]:
+    if value != "draws":
+        raise ValueError(f"no words for base_index={value!r}")
+    return ("The draws' shape in the rollout's base policy: `base_index=\"draws\"`",
+            ("The rule with `DecideConfig(base_index=\"draws\")`: the rollout's base policy ranks and values its tries "
+            "with the shape of the posterior's draws instead of a normal of their mean and sd (`docs/decide.md`)."),
+            "draws")
+
+
+def _diagnosis_words(k: float) -> tuple[str, str, str]:
+    return (f"Diagnoses beyond their noise: `diagnosis_margin={k:g}`",
+            (f"The rule with `DecideConfig(diagnosis_margin={k:g})`: where no try beats the stop, a diagnosis (a pilot, "
+            f"a safety probe) is made only when its Q leads the stop's by more than {k:g} Monte-Carlo standard error "
+            "of its estimate (`docs/decide.md`)."), "margin")
+
+
+#: The words for a table of the rule with one `DecideConfig` option changed, by that option.
+_VARIANT_WORDS = {"rollout_margin": _margin_words, "base_index": _draws_words, "diagnosis_margin": _diagnosis_words}
+
+
 def _variant_words(overrides: dict) -> tuple[str, str, str]:
     """(heading, what the rule does differently, a word for its columns) for a table run with
     `overrides` of the rule's `DecideConfig`."""
-    if "rollout_margin" in overrides:
-        k = overrides["rollout_margin"]
-        what = (f"The rule with `DecideConfig(rollout_margin={k:g})`: a try or the stop other than the rollout's "
-                f"base policy's own choice is made only when its Q leads that choice's by more than {k:g} "
-                "Monte-Carlo standard error of their paired difference (`docs/decide.md`).")
-        return f"The fortified rollout: `rollout_margin={k:g}`", what, "margin"
-    if overrides.get("base_index") == "draws":
-        what = ("The rule with `DecideConfig(base_index=\"draws\")`: the rollout's base policy ranks and values its "
-                "tries with the shape of the posterior's draws instead of a normal of their mean and sd "
-                "(`docs/decide.md`).")
-        return "The draws' shape in the rollout's base policy: `base_index=\"draws\"`", what, "draws"
-    if "diagnosis_margin" in overrides:
-        k = overrides["diagnosis_margin"]
-        what = (f"The rule with `DecideConfig(diagnosis_margin={k:g})`: where no try beats the stop, a diagnosis "
-                f"(a pilot, a safety probe) is made only when its Q leads the stop's by more than {k:g} Monte-Carlo "
-                "standard error of its estimate (`docs/decide.md`).")
-        return f"Diagnoses beyond their noise: `diagnosis_margin={k:g}`", what, "margin"
+    for field, words in _VARIANT_WORDS.items():
+        if field in overrides:
+            return words(overrides[field])
     raise ValueError(f"no words for a rule run with {overrides!r}")
 
 
