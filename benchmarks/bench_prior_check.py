@@ -45,7 +45,7 @@ def true_first_gain(family: W.Family, worlds: int) -> float:
 
 def check_family(name: str, priors, worlds: int, draws: int, seed: int) -> dict:
     family = W.ALL_FAMILIES[name]
-    methods = {c.name: c.method for c in W.draw_world(family, W.HISTORY_SEED).candidates if c.role == "adaptation"}
+    methods = W.history_methods(family)
     past = W.history(family)
     out = {"family": name, "true_gain": round(true_first_gain(family, worlds), 4), "priors": {}}
     for prior_name in priors:

@@ -284,6 +284,12 @@ def history(family: Family, campaigns: int = 12) -> list[list[PairedEval]]:
     return out
 
 
+def history_methods(family: Family) -> dict[str, str]:
+    """The method of each adaptation of `family`'s past campaigns (names and methods are the same
+    from world to world of a family)."""
+    return {c.name: c.method for c in draw_world(family, HISTORY_SEED).candidates if c.role == "adaptation"}
+
+
 def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool = False,
                skew: bool = False, method_means: bool = False, method_contrasts: bool = False,
                method_shrinkage: bool = False, shared_levels: bool = False, baseline_level: bool = False,
@@ -297,7 +303,7 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
     `method_shrinkage` each method's mean shrunk toward one by the evidence, with
     `shared_levels` the levels a campaign's candidates share sized by the evidence, with
     `baseline_level` the starting policies' level fitted to the past starts."""
-    methods = {c.name: c.method for c in draw_world(family, HISTORY_SEED).candidates if c.role == "adaptation"}
+    methods = history_methods(family)
     fit = bs.fit_gain_prior(history(family, campaigns), gain_locs=DEFAULT_LOCS if fit_location else None,
                             scale_hierarchy=scale_hierarchy, candidate_skews=DEFAULT_SKEWS if skew else (0.0,),
                             methods=methods, method_locs=DEFAULT_METHOD_LOCS if method_means or method_contrasts else None,
