@@ -251,6 +251,23 @@ def _run_tasks(tasks: list[tuple], jobs: int, rows_path: str | None) -> list[dic
     return sorted(done, key=lambda r: order[r["family"], r["world"], r["strategy"]])
 
 
+#: Options that do not change a table's numbers, left out of the command it records.
+_UNRECORDED = ("--rows", "--note")
+
+
+def _command(argv: list[str]) -> str:
+    """The command that reproduces a table: its arguments without the `_UNRECORDED` options."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in _UNRECORDED:
+            skip = True
+        elif not arg.startswith(tuple(f"{o}=" for o in _UNRECORDED)):
+            kept.append(arg)
+    return " ".join(["python benchmarks/bench_worlds.py", *kept])
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--families", default="easy,needle", help="comma-separated family ids, or 'all'")
@@ -282,6 +299,9 @@ def main(argv=None) -> dict:
     p.add_argument("--rows", default=None, help="JSON-lines file that keeps each finished world (resumable)")
     p.add_argument("--merge", nargs="+", default=None, metavar="RESULT",
                    help="combine result files run with the same settings on disjoint worlds")
+    p.add_argument("--note", default=None,
+                   help="how this table was run where its command does not say it, kept in its settings and shown "
+                        "on the results page")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     if args.merge:
@@ -312,9 +332,9 @@ def main(argv=None) -> dict:
         "settings": {"families": families, "worlds": args.worlds, "first_world": args.first_world,
                      "strategies": list(strategies), "rounds": args.rounds, "prices": W.PRICES,
                      "overrides": overrides, "gain_prior": args.gain_prior, "team_priors": priors,
-                     **({"history_campaigns": args.history_campaigns} if args.history_campaigns != 12 else {}), "command": "python benchmarks/bench_worlds.py " + " ".join(
-                         argv if argv is not None else sys.argv[1:]),
-                     "wall_seconds": time.perf_counter() - t0},
+                     **({"history_campaigns": args.history_campaigns} if args.history_campaigns != 12 else {}),
+                     "command": _command(argv if argv is not None else sys.argv[1:]),
+                     "wall_seconds": time.perf_counter() - t0, **({"note": args.note} if args.note else {})},
         "summary": summary, "rows": rows,
     }
     return common.emit(result, args.out)

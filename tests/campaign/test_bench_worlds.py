@@ -98,6 +98,8 @@ def test_bench_worlds_resumes_from_its_rows_and_merges_parts(tmp_path):
     first = bench_worlds.main([*args, "--worlds", "1", "--rows", str(rows)])
     assert len(rows.read_text().splitlines()) == 2
     both = bench_worlds.main([*args, "--worlds", "2", "--rows", str(rows)])  # world 0 read back, world 1 run
+    # the recorded command reproduces the table: where its rows were kept is not part of it
+    assert both["settings"]["command"] == "python benchmarks/bench_worlds.py " + " ".join([*args, "--worlds", "2"])
     assert len(rows.read_text().splitlines()) == 4
     assert both["rows"][:2] == first["rows"]
     # a strategy added later runs alone on the kept worlds, and the rows come in the table's order
@@ -120,8 +122,10 @@ def test_bench_worlds_resumes_from_its_rows_and_merges_parts(tmp_path):
 
     assert untimed(merged["summary"]) == untimed(both["summary"]) and merged["settings"]["worlds"] == 2
     assert [p["first_world"] for p in merged["settings"]["parts"]] == [0, 1]
-    # a part may carry a note and an unknown run time: the note stays with its part
-    noted = {**first, "settings": {**first["settings"], "note": "rerun over kept rows", "wall_seconds": None}}
+    # a part may carry a note (--note) and an unknown run time: the note stays with its part
+    noted = bench_worlds.main([*args, "--worlds", "1", "--rows", str(rows), "--note", "rerun over kept rows"])
+    assert noted["rows"] == first["rows"] and "--note" not in noted["settings"]["command"]
+    noted = {**noted, "settings": {**noted["settings"], "wall_seconds": None}}
     parts[0].write_text(json.dumps(noted))
     merged = bench_worlds.main(["--merge", *map(str, parts)])
     assert merged["settings"]["parts"][0]["note"] == "rerun over kept rows" and "note" not in merged["settings"]
