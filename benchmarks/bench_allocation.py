@@ -211,10 +211,20 @@ def summarize(world: str, runs: dict[str, list[dict]]) -> list[dict]:
 _REUSE_FREE = ("strategies", "wall_s", "table", "reuse")
 
 
+def _as_run(settings: dict) -> dict:
+    """The settings that decide a table's campaigns: a fitted team prior counts by the prior it
+    chose, not by the evidence ratio it reports beside it (which a finer quadrature moves)."""
+    out = {k: v for k, v in settings.items() if k not in _REUSE_FREE}
+    prior = out.get("gain_prior")
+    if isinstance(prior, dict) and "per_world" in prior:
+        out["gain_prior"] = {**prior, "per_world": {w: {k: v for k, v in fit.items() if k != "log_bayes_factor_vs_normal"}
+                                                    for w, fit in prior["per_world"].items()}}
+    return out
+
+
 def check_reuse(old: dict, settings: dict) -> None:
     """Refuse to reuse the rows of a table run with other settings."""
-    same = {k: v for k, v in settings.items() if k not in _REUSE_FREE}
-    theirs = {k: v for k, v in old["settings"].items() if k not in _REUSE_FREE}
+    same, theirs = _as_run(settings), _as_run(old["settings"])
     if same != theirs:
         raise SystemExit(f"--reuse: the table's settings differ in "
                          f"{sorted(k for k in set(same) | set(theirs) if same.get(k) != theirs.get(k))}")

@@ -191,3 +191,18 @@ def test_a_run_of_the_rule_alone_reuses_the_other_rows(tmp_path):
     with pytest.raises(SystemExit, match="rounds"):
         other = [*args[:args.index("--rounds") + 1], "2", *args[args.index("--rounds") + 2:]]
         bench_allocation.main([*other, "--strategies", "q_cvu", "--reuse", str(tmp_path / "f.json")])
+
+
+def test_reuse_compares_a_fitted_team_prior_by_the_prior_it_chose():
+    """The evidence ratio a fit reports beside its prior does not make two tables' campaigns
+    differ; the prior it chose does."""
+    fit = {"prior": {"candidate_scale": 4.0, "candidate_df": 2.0, "gain_loc": 0.3}, "effects": 20,
+           "log_bayes_factor_vs_normal": 4.777}
+    table = {"settings": {"rounds": 3, "gain_prior": {"fitted_from": "history", "per_world": {"w": fit}}}}
+    moved = {"rounds": 3, "gain_prior": {"fitted_from": "history",
+                                         "per_world": {"w": {**fit, "log_bayes_factor_vs_normal": 4.774}}}}
+    bench_allocation.check_reuse(table, moved)
+    other = {"rounds": 3, "gain_prior": {"fitted_from": "history",
+                                         "per_world": {"w": {**fit, "prior": {**fit["prior"], "candidate_df": 3.0}}}}}
+    with pytest.raises(SystemExit, match="gain_prior"):
+        bench_allocation.check_reuse(table, other)
