@@ -76,9 +76,10 @@ class DecideConfig(NamedTuple):
         diagnosis_margin: where no try beats the stop, a diagnosis (a pilot, a safety probe)
             is chosen over the stop only when its Q is above the stop's by more than this many
             Monte-Carlo standard errors; otherwise the campaign stops. 0 (the default) is the
-            plain argmax Q. A diagnosis is worth what it changes in the few scenarios where it
-            changes a later choice, so its estimate is noisy, and where it is worth about its
-            price the argmax over several alike follows the noise.
+            plain argmax Q; a campaign's default is 1 (`CAMPAIGN_DECIDE`). A diagnosis is worth
+            what it changes in the few scenarios where it changes a later choice, so its
+            estimate is noisy, and where it is worth about its price the argmax over several
+            alike follows the noise.
         base_index: how the rollout's base policy values a candidate's gain from its belief's
             mean and sd: "gaussian" (a normal of that mean and sd) or "draws" (that mean and sd
             with the shape of the posterior's draws: exact reservation values on the draws).

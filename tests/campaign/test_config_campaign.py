@@ -114,7 +114,7 @@ def test_a_config_stored_in_the_old_flat_form_still_loads(tmp_path):
     expected = bs.CampaignConfig(
         BUDGET, bs.ResourceWeights(real=0.05, compute=0.005, eng=0.01), alpha_exec=0.1, beta=0.5, cvu_samples=64,
         max_rounds=3, deploy_episodes=100, seed=3, repeat_share=0.25, lookahead_depth=2, continuation="g0",
-        sim_risk_prior={"ft_real": (0, 50)},
+        sim_risk_prior={"ft_real": (0, 50)}, diagnosis_margin=0.0,  # the flat form predates the field
         fit=FitConfig(inference=SVI(steps=300), prior=bs.GainPrior(candidate_scale=2.0)))
     assert bs.CampaignConfig.from_dict(_flat_form()) == expected
     oldest = {k: v for k, v in _flat_form().items() if k not in ("repeat_share", "lookahead_depth", "continuation")}
@@ -134,7 +134,9 @@ def test_a_ledger_that_predates_a_decide_field_resumes_with_the_value_it_ran_wit
     new = synthetic_config().to_dict()
     assert bs.CampaignConfig.from_dict(new) == synthetic_config()  # a stored field is kept as stored
     old = {**new, "decide": {k: v for k, v in new["decide"].items() if k not in ("rollout_margin", "base_index", "diagnosis_margin")}}
-    assert bs.CampaignConfig.from_dict(old) == synthetic_config()
+    # diagnosis_margin's campaign default moved from 0 to 1: a ledger from before it resumes with 0
+    assert synthetic_config().decide.diagnosis_margin == 1.0
+    assert bs.CampaignConfig.from_dict(old) == synthetic_config(diagnosis_margin=0.0)
     # a default that has moved on since: cvu_samples stands in for such a field here
     monkeypatch.setattr(campaign_config, "_BEFORE_FIELD", {**campaign_config._BEFORE_FIELD, "cvu_samples": 32})
     older = {**new, "decide": {k: v for k, v in new["decide"].items() if k != "cvu_samples"}}
