@@ -143,9 +143,10 @@ COMMANDS = {
     "worlds_history_baseline": ("python benchmarks/bench_worlds.py --families late,failing,wide --worlds 200 --jobs 2 "
                                 "--gain-prior history-baseline --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,"
                                 "dr_only --out benchmarks/results/worlds_history_baseline.json"),
-    "worlds_diagnosis_margin": ("python benchmarks/bench_worlds.py --families late,pilots,failing,robot --worlds 200 "
-                                "--jobs 2 --strategies q_cvu --decide '{\"diagnosis_margin\": 1}' "
-                                "--out benchmarks/results/worlds_diagnosis_margin.json"),
+    "worlds_without_diagnosis_margin": (
+        "python benchmarks/bench_worlds.py --families easy,needle,small,robot,pandora,pilots,wide,late,mixed,failing,"
+        "siblings,rivals --worlds 200 --jobs 2 --strategies q_cvu --decide '{\"diagnosis_margin\": 0}' "
+        "--out benchmarks/results/worlds_without_diagnosis_margin.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -708,10 +709,11 @@ def _worlds_skew(skew: dict, base: dict) -> list[str]:
         "library searches the skew only when asked."), base)
 
 
-def _worlds_pooled(pooled: dict, base: dict, first: dict) -> list[str]:
+def _worlds_pooled(pooled: dict, pooled_pilots: dict | None, base: dict, first: dict) -> list[str]:
     """The rule and its rivals under one pooled mean for all methods (`base`: its table with its
-    pilots family), against the first table (`first`, likewise)."""
-    table = {**base, "settings": {"rule_note": pooled["settings"].get("rule_note")}}
+    pilots family, `pooled_pilots`), against the first table (`first`, likewise)."""
+    notes = dict.fromkeys(d["settings"].get("rule_note") for d in (pooled, pooled_pilots) if d)
+    table = {**base, "settings": {"rule_note": " ".join(n for n in notes if n) or None}}
     return _worlds_rivals(table, (
         "Under a team prior with one mean for all methods (gain_loc 0.3, `--gain-prior history-pooled`: "
         f"`{COMMANDS['worlds_pooled']}` and `{COMMANDS['worlds_pilots_pooled']}`, {pooled['settings']['worlds']} "
@@ -896,7 +898,7 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
          "utility minus the rule's (`q_cvu`)."), ""]
     out += _merged_parts(settings)
     out += _family_tables(data)
-    return (out + (_worlds_pooled(pooled, base, first) if pooled else [])
+    return (out + (_worlds_pooled(pooled, pooled_pilots, base, first) if pooled else [])
             + (_worlds_shrunk(shrunk, first, base) if shrunk and pooled else [])
             + (_worlds_shared(shared, shrunk_shared, shrunk, first) if shared and shrunk_shared and shrunk else [])
             + (_worlds_start(start, first) if start else [])
@@ -982,7 +984,8 @@ def _margin_words(k: float) -> tuple[str, str, str]:
     return (f"The fortified rollout: `rollout_margin={k:g}`",
             (f"The rule with `DecideConfig(rollout_margin={k:g})`: a try or the stop other than the rollout's base "
             f"policy's own choice is made only when its Q leads that choice's by more than {k:g} Monte-Carlo standard "
-            "error of their paired difference (`docs/decide.md`)."), "margin")
+            "error of their paired difference (`docs/decide.md`). It would be the default only if no family lost "
+            "with an interval excluding 0."), "margin")
 
 
 def _draws_words(value: str) -> tuple[str, str, str]:
@@ -990,15 +993,24 @@ def _draws_words(value: str) -> tuple[str, str, str]:
         raise ValueError(f"no words for base_index={value!r}")
     return ("The draws' shape in the rollout's base policy: `base_index=\"draws\"`",
             ("The rule with `DecideConfig(base_index=\"draws\")`: the rollout's base policy ranks and values its tries "
-            "with the shape of the posterior's draws instead of a normal of their mean and sd (`docs/decide.md`)."),
-            "draws")
+            "with the shape of the posterior's draws instead of a normal of their mean and sd (`docs/decide.md`). It "
+            "would be the default only if no family lost with an interval excluding 0."), "draws")
 
 
 def _diagnosis_words(k: float) -> tuple[str, str, str]:
+    if k == 0:  # the campaign's default is 1: this table is the rule as it was before
+        return ("Diagnoses beyond their noise: the rule without its margin, `diagnosis_margin=0`",
+                ("A campaign's rule makes a diagnosis (a pilot, a safety probe) where no try beats the stop only "
+                 "when the diagnosis's Q leads the stop's by more than 1 Monte-Carlo standard error of its estimate "
+                 "(`CAMPAIGN_DECIDE`, `docs/decide.md`). This table is the rule with `diagnosis_margin=0`, the "
+                 "plain argmax Q and the campaign's default before; a negative difference is what the margin "
+                 "gains. The margin became the default because no family lost with it with an interval "
+                 "excluding 0."), "no margin")
     return (f"Diagnoses beyond their noise: `diagnosis_margin={k:g}`",
             (f"The rule with `DecideConfig(diagnosis_margin={k:g})`: where no try beats the stop, a diagnosis (a pilot, "
             f"a safety probe) is made only when its Q leads the stop's by more than {k:g} Monte-Carlo standard error "
-            "of its estimate (`docs/decide.md`)."), "margin")
+            "of its estimate (`docs/decide.md`). It would be the default only if no family lost with an interval "
+            "excluding 0."), "margin")
 
 
 #: The words for a table of the rule with one `DecideConfig` option changed, by that option.
@@ -1025,8 +1037,7 @@ def _rule_variant(name: str, dp_name: str | None, data: dict, dp: dict | None, d
     which = "every family" if set(families) == every_family else ", ".join(families)
     out = [f"## {heading} on {which}", "", f"`{COMMANDS[name]}` ({_machine(data)})", "",
            (f"{what} Paired by world with the default rule of the tables above; the last column counts the "
-            "campaigns whose sequence of decisions changed. It would be the default only if no family lost with "
-            "an interval excluding 0."), "",
+            "campaigns whose sequence of decisions changed."), "",
            *_stale(data), *_merged_parts(data["settings"]),
            f"| family | q_cvu, {short} | {short} − default, 95% | campaigns whose path changed |", "|---|---|---|---|"]
     every = []
@@ -1064,7 +1075,7 @@ def _rule_variant(name: str, dp_name: str | None, data: dict, dp: dict | None, d
 rollout_margin = _variant_section("worlds_rollout_margin", "dp_ceiling_margin")
 rollout_margin_half = _variant_section("worlds_rollout_margin_half", "dp_ceiling_margin_half")
 base_index_draws = _variant_section("worlds_base_index_draws")
-diagnosis_margin = _variant_section("worlds_diagnosis_margin")
+diagnosis_margin = _variant_section("worlds_without_diagnosis_margin")
 
 
 def _gain_prior_text(settings: dict) -> str:
@@ -1415,7 +1426,7 @@ SECTIONS = [
     Section(("worlds_rollout_margin_half", "dp_ceiling_margin_half", "dp_ceiling_rule", "worlds", "worlds_pilots",
              "worlds_held_out"), rollout_margin_half),
     Section(("worlds_base_index_draws", "worlds", "worlds_pilots", "worlds_held_out"), base_index_draws),
-    Section(("worlds_diagnosis_margin", "worlds", "worlds_pilots", "worlds_held_out"), diagnosis_margin),
+    Section(("worlds_without_diagnosis_margin", "worlds", "worlds_pilots", "worlds_held_out"), diagnosis_margin),
     Section(("prior_check", "worlds", "worlds_pilots", "worlds_held_out", "worlds_history_shared",
              "worlds_held_out_shared"), prior_check),
     Section(("worlds_history_shared_200", "worlds_history_baseline", "worlds_held_out"), team_prior_variants),

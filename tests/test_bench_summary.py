@@ -362,3 +362,10 @@ def test_the_rollout_margin_section_pairs_each_family_with_the_default_rule_s_ta
     text = "\n".join(summarize.diagnosis_margin(sure, first, held))
     assert "`diagnosis_margin=1` on b" in text and "leads the stop's by more than 1 Monte-Carlo" in text
     assert f"| b | 0.233 | {summarize._diff_cell(np.array([0.0, 0.1, 0.0]))} | 1 of 3 |" in text
+    assert "It would be the default only if no family lost" in text
+    # the rule without the margin, once the margin is the campaign's default
+    before = table({"b": [0.2, 0.1, 0.2]}, {"b": [["x"], ["y"], ["x"]]}, overrides={"diagnosis_margin": 0})
+    text = "\n".join(summarize.diagnosis_margin(before, first, held))
+    assert "the rule without its margin, `diagnosis_margin=0` on b" in text and "It would be the default" not in text
+    assert f"| b | 0.167 | {summarize._diff_cell(np.array([0.0, -0.1, 0.0]))} | 1 of 3 |" in text
+    assert "| family | q_cvu, no margin | no margin − default, 95% |" in text
