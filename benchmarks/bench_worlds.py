@@ -251,8 +251,9 @@ def _run_tasks(tasks: list[tuple], jobs: int, rows_path: str | None) -> list[dic
     return sorted(done, key=lambda r: order[r["family"], r["world"], r["strategy"]])
 
 
-#: Options that do not change a table's numbers, left out of the command it records.
-_UNRECORDED = ("--rows", "--note")
+#: Options that do not change a table's numbers, left out of the command it records (where a
+#: table is written is said by the results page's command for it, `benchmarks/summarize.py`).
+_UNRECORDED = ("--rows", "--note", "--out")
 
 
 def _command(argv: list[str]) -> str:
