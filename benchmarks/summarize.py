@@ -980,12 +980,15 @@ def _variant_section(name: str, dp_name: str | None = None):
     return without_dp if dp_name is None else with_dp
 
 
+#: What a table of a rule option not taken as the default says of it.
+_UNLESS = " It would be the default only if no family lost with an interval excluding 0."
+
+
 def _margin_words(k: float) -> tuple[str, str, str]:
     return (f"The fortified rollout: `rollout_margin={k:g}`",
             (f"The rule with `DecideConfig(rollout_margin={k:g})`: a try or the stop other than the rollout's base "
             f"policy's own choice is made only when its Q leads that choice's by more than {k:g} Monte-Carlo standard "
-            "error of their paired difference (`docs/decide.md`). It would be the default only if no family lost "
-            "with an interval excluding 0."), "margin")
+            "error of their paired difference (`docs/decide.md`)." + _UNLESS), "margin")
 
 
 def _draws_words(value: str) -> tuple[str, str, str]:
@@ -993,8 +996,8 @@ def _draws_words(value: str) -> tuple[str, str, str]:
         raise ValueError(f"no words for base_index={value!r}")
     return ("The draws' shape in the rollout's base policy: `base_index=\"draws\"`",
             ("The rule with `DecideConfig(base_index=\"draws\")`: the rollout's base policy ranks and values its tries "
-            "with the shape of the posterior's draws instead of a normal of their mean and sd (`docs/decide.md`). It "
-            "would be the default only if no family lost with an interval excluding 0."), "draws")
+            "with the shape of the posterior's draws instead of a normal of their mean and sd (`docs/decide.md`)."
+             + _UNLESS), "draws")
 
 
 def _diagnosis_words(k: float) -> tuple[str, str, str]:
@@ -1009,8 +1012,7 @@ def _diagnosis_words(k: float) -> tuple[str, str, str]:
     return (f"Diagnoses beyond their noise: `diagnosis_margin={k:g}`",
             (f"The rule with `DecideConfig(diagnosis_margin={k:g})`: where no try beats the stop, a diagnosis (a pilot, "
             f"a safety probe) is made only when its Q leads the stop's by more than {k:g} Monte-Carlo standard error "
-            "of its estimate (`docs/decide.md`). It would be the default only if no family lost with an interval "
-            "excluding 0."), "margin")
+            "of its estimate (`docs/decide.md`)." + _UNLESS), "margin")
 
 
 #: The words for a table of the rule with one `DecideConfig` option changed, by that option.
