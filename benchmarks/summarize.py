@@ -25,6 +25,7 @@ from typing import NamedTuple
 import common
 import numpy as np
 
+from bayes_s2r.campaign.config import CAMPAIGN_DECIDE
 from bayes_s2r.models.gains import GainPrior
 
 HERE = Path(__file__).resolve().parent
@@ -1001,11 +1002,12 @@ def _draws_words(value: str) -> tuple[str, str, str]:
 
 
 def _diagnosis_words(k: float) -> tuple[str, str, str]:
-    if k == 0:  # the campaign's default is 1: this table is the rule as it was before
+    default = CAMPAIGN_DECIDE.get("diagnosis_margin", 0.0)
+    if k == 0 and default > 0:  # the table is the campaign's rule as it was before the margin
         return ("Diagnoses beyond their noise: the rule without its margin, `diagnosis_margin=0`",
                 ("A campaign's rule makes a diagnosis (a pilot, a safety probe) where no try beats the stop only "
-                 "when the diagnosis's Q leads the stop's by more than 1 Monte-Carlo standard error of its estimate "
-                 "(`CAMPAIGN_DECIDE`, `docs/decide.md`). This table is the rule with `diagnosis_margin=0`, the "
+                 f"when the diagnosis's Q leads the stop's by more than {default:g} Monte-Carlo standard error of "
+                 "its estimate (`CAMPAIGN_DECIDE`, `docs/decide.md`). This table is the rule with `diagnosis_margin=0`, the "
                  "plain argmax Q and the campaign's default before; a negative difference is what the margin "
                  "gains. The margin became the default because no family lost with it with an interval "
                  "excluding 0."), "no margin")
