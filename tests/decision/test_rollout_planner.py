@@ -143,7 +143,7 @@ def test_probe_openings_follow_the_exact_bound():
 
 def _pilot_problem(with_pilot=True):
     """Two adaptations of N(0, 0.2²), budget for one try only, and a cheap, precise pilot of `a`."""
-    belief = bs.GainBelief.from_gaussian(["a", "b"], [0.0, 0.0], [0.2, 0.2], num_draws=20_000, seed=2)
+    belief = bs.GainBelief.from_gaussian(["a", "b"], [0.0, 0.0], [0.2, 0.2], num_draws=8_000, seed=2)
     cands = [bs.Candidate(n, "adaptation", "data", cost=bs.Cost(real=1.0)) for n in ("a", "b")]
     if with_pilot:
         cands.append(bs.Candidate("pilot_a", "diagnosis", "data", observes="a", cost=bs.Cost(eng=0.1),
@@ -181,6 +181,8 @@ def test_the_base_policy_pilots_when_only_one_try_is_affordable(base_index):
     assert d.g0_null == pytest.approx(_pilot_then_one_try_value(), abs=0.008)
     assert d.g0_null > blind + 0.02
     assert d.best == "pilot_a"
+    if base_index == "draws":
+        return  # without a pilot the two indexes see the same two normal candidates
     # without the pilot in the set the same walk tries blind
     belief, cands = _pilot_problem(with_pilot=False)
     assert bs.decide(belief, cands, bs.Budget(1.2, 1, 1), w, **kw).g0_null == pytest.approx(blind, abs=0.01)
