@@ -46,6 +46,13 @@ Parameterisation (η-scale = logit for `link="logit"`, the J scale for `link="id
   rounds between p's latest evidence and the current round (≥ 1 for p ≠ π_t) and η_mp ~ N(0, 1).
   Old evidence is thus discounted (it cannot pin δ_m tighter than the drift allows), and the
   logit link supplies headroom: the same δ is worth less on the J scale near J = 1.
+* One fix (`fix_prob` = q > 0). A campaign has at most one fix: k ∈ {none, 1..C} with
+  P(k = m) = q and P(none) = 1 − C·q, and the fix's effect replaces its level,
+      δ_m ← φ_m when k = m,   φ_m ~ N(fix_loc, fix_scale²).
+  k is summed out of the likelihood: the evidence factors over candidates, so with ℓ_m(x) the
+  log-likelihood of m's cells at effect x it is Σ_m ℓ_m(δ_m) + log(1 − C·q + q·Σ_m
+  exp(ℓ_m(φ_m) − ℓ_m(δ_m))). Each draw then takes its k from its conditional given the rest
+  (through a uniform whose posterior is its prior), so the gain draws hold one fix at most.
 * Gains: ΔJ_m = sigmoid(α_0 + δ_m) − sigmoid(α_0)   (identity link: δ_m).
 * Alternatives. When every candidate is trained from one policy (policy 0 here) and the
   deployed policy is one of them, a (`GainData.deployed`), each candidate is worth what it
@@ -124,6 +131,13 @@ class GainPrior:
         order_scale: sd of the order effect γ of one method applied before another.
         returns_noise_sd: known sd of one paired return difference, or None (Student-t).
         returns_prior_df, returns_prior_sd: ν0 and s0 of the variance prior for returns.
+        fix_prob: the prior probability q that a given candidate is the campaign's one fix
+            (0: no fix structure). At most one candidate is the fix: with C candidates, none
+            is with probability 1 − C·q, so C·q must stay below 1. The fix's effect replaces
+            its hierarchy level (see "One fix" in the module docstring). Unlike a heavy-tailed
+            level, a fix found says the others are not fixes, and a candidate that measured
+            nothing leaves more room for the others to be it.
+        fix_loc, fix_scale: the fix's effect φ ~ N(fix_loc, fix_scale²) (link scale).
     """
 
     link: str = "logit"
@@ -147,15 +161,19 @@ class GainPrior:
     returns_noise_sd: float | None = None
     returns_prior_df: float = 1.0
     returns_prior_sd: float = 0.5
+    fix_prob: float = 0.0
+    fix_loc: float = 3.0
+    fix_scale: float = 1.0
 
     def __post_init__(self):
         if self.link not in ("logit", "identity"):
             raise InputError("prior.link", self.link, "'logit' or 'identity'")
         if not isinstance(self.fixed_scales, bool):
             raise InputError("prior.fixed_scales", self.fixed_scales, "True or False")
-        for name in ("gain_loc", "baseline_loc", "kappa_loc", "efficacy_loc"):
+        for name in ("gain_loc", "baseline_loc", "kappa_loc", "efficacy_loc", "fix_loc"):
             object.__setattr__(self, name, require_finite(f"prior.{name}", getattr(self, name)))
-        for name in ("baseline_scale", "kappa_scale", "efficacy_scale", "returns_prior_df", "returns_prior_sd"):
+        for name in ("baseline_scale", "kappa_scale", "efficacy_scale", "returns_prior_df", "returns_prior_sd",
+                     "fix_scale"):
             object.__setattr__(self, name, _positive(name, getattr(self, name)))
         for name in ("gain_scale", "method_scale", "group_scale", "candidate_scale", "drift_scale", "order_scale"):
             object.__setattr__(self, name, _positive(name, getattr(self, name), allow_zero=True))
@@ -165,6 +183,10 @@ class GainPrior:
             object.__setattr__(self, "candidate_df", _positive("candidate_df", self.candidate_df))
         object.__setattr__(self, "candidate_skew", require_finite("prior.candidate_skew", self.candidate_skew))
         object.__setattr__(self, "method_locs", _method_locs(self.method_locs))
+        fix = require_finite_nonneg("prior.fix_prob", self.fix_prob)
+        if fix >= 1.0:
+            raise InputError("prior.fix_prob", self.fix_prob, "a probability in [0, 1)")
+        object.__setattr__(self, "fix_prob", fix)
         if self.candidate_skew != 0.0 and (self.candidate_df is None or self.candidate_df <= 1.0):
             raise InputError("prior.candidate_skew", self.candidate_skew,
                              f"0 unless candidate_df is a number > 1 (it is {self.candidate_df})")
@@ -411,10 +433,57 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
         centre = jnp.where(data.cand_target >= 0, linked, centre)
     delta = _level("z_cand", centre + skew, tau_c, est_c, info_c, C)
 
+    # evidence cells (candidate × policy): each cell's effect is its candidate's, moved by the
+    # order effects and the drift of its policy
+    moves = []
+    if spec.has_order:
+        gamma = numpyro.sample("order", dist.Normal(0.0, pr.order_scale).expand([H, H]).to_event(2))
+        shift = data.order_diff @ gamma                     # [P, H]
+        moves.append(jnp.sum(_take(shift, data.cell_policy, P) * jax.nn.one_hot(data.cand_method[data.cell_cand], H), -1))
+    if spec.has_drift:
+        eta = _std_normal("drift", Q)
+        moves.append(pr.drift_scale * jnp.sqrt(data.age)[data.cell_policy] * eta)
+    a_cell = _take(alpha, data.cell_policy, P)
+
+    def cell_effect(effect):  # [C] -> [Q]
+        d = _take(effect, data.cell_cand, C)
+        for move in moves:
+            d = d + move
+        return d
+
     def gain_at(a, d):
         if logit:
             return jax.nn.sigmoid(a + d) - jax.nn.sigmoid(a)
         return d
+
+    def cell_log_lik(d_cell):  # [Q] treated counts and paired returns, given the cells' effects
+        if logit:
+            log_p, log_q = jax.nn.log_sigmoid(a_cell + d_cell), jax.nn.log_sigmoid(-(a_cell + d_cell))
+        else:
+            p_t = jnp.clip(_take(j_pol, data.cell_policy, P) + d_cell, _J_EPS, 1 - _J_EPS)
+            log_p, log_q = jnp.log(p_t), jnp.log1p(-p_t)
+        ll = data.treated_successes * log_p + (data.treated_episodes - data.treated_successes) * log_q
+        if spec.has_returns:
+            has = data.returns_n > 0
+            ll = ll + jnp.where(has, _returns_dist(data, pr, gain_at(a_cell, d_cell)).log_prob(data.returns_mean), 0.0)
+        return ll
+
+    observed = data.treated_successes is not None
+    mixture = pr.fix_prob > 0.0
+    if mixture:  # one fix or none: k = 0 none, k = m + 1 candidate m, summed out in the likelihood
+        phi = numpyro.sample("fix_effect", dist.Normal(pr.fix_loc, pr.fix_scale).expand([C]).to_event(1))
+        log_k = jnp.concatenate([jnp.log1p(-C * pr.fix_prob)[None], jnp.full(C, math.log(pr.fix_prob))])
+        if observed:
+            plain = cell_log_lik(cell_effect(delta))
+            as_fix = cell_log_lik(cell_effect(phi))
+            log_k = log_k.at[1:].add(jax.nn.one_hot(data.cell_cand, C, dtype=plain.dtype).T @ (as_fix - plain))
+            numpyro.factor("treated", plain.sum() + jax.nn.logsumexp(log_k))
+        # each draw's k from its conditional given the rest: the uniform's posterior is its prior,
+        # so the gains carry which candidate is the fix into every later use of the draws
+        pick = numpyro.sample("fix_pick", dist.Uniform(0.0, 1.0))
+        cum = jnp.cumsum(numpyro.deterministic("fix_weight", jax.nn.softmax(log_k)))
+        k = numpyro.deterministic("fix", jnp.sum(cum[:-1] < pick * cum[-1]))
+        delta = jnp.where(jnp.arange(C) == k - 1, phi, delta)
 
     if data.deployed is None:
         numpyro.deterministic("baseline", j_pol[0])
@@ -425,34 +494,28 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
         numpyro.deterministic("baseline", j_pol[0] + own)
         numpyro.deterministic("gain", lift - own)
 
-    # evidence cells (candidate × policy)
-    d_cell = _take(delta, data.cell_cand, C)
-    if spec.has_order:
-        gamma = numpyro.sample("order", dist.Normal(0.0, pr.order_scale).expand([H, H]).to_event(2))
-        shift = data.order_diff @ gamma                     # [P, H]
-        d_cell = d_cell + jnp.sum(_take(shift, data.cell_policy, P) * jax.nn.one_hot(data.cand_method[data.cell_cand], H), -1)
-    if spec.has_drift:
-        eta = _std_normal("drift", Q)
-        d_cell = d_cell + pr.drift_scale * jnp.sqrt(data.age)[data.cell_policy] * eta
-    a_cell = _take(alpha, data.cell_policy, P)
-
     if logit:
         _binomial("control", data.control_successes, data.control_episodes, logits=alpha)
+    else:
+        _binomial("control", data.control_successes, data.control_episodes, probs=j_pol)
+    if mixture and observed:
+        return
+    d_cell = cell_effect(delta)
+    if logit:
         _binomial("treated", data.treated_successes, data.treated_episodes, logits=a_cell + d_cell)
     else:
         p_t = jnp.clip(_take(j_pol, data.cell_policy, P) + d_cell, _J_EPS, 1 - _J_EPS)
-        _binomial("control", data.control_successes, data.control_episodes, probs=j_pol)
         _binomial("treated", data.treated_successes, data.treated_episodes, probs=p_t)
-
     if spec.has_returns:
-        n = data.returns_n
-        has = n > 0
-        n_safe = jnp.where(has, n, 1.0)
-        loc = gain_at(a_cell, d_cell)
-        if pr.returns_noise_sd is not None:
-            obs_dist = dist.Normal(loc, pr.returns_noise_sd / jnp.sqrt(n_safe))
-        else:
-            df = pr.returns_prior_df + n_safe - 1.0
-            ss = pr.returns_prior_df * pr.returns_prior_sd**2 + data.returns_ss
-            obs_dist = dist.StudentT(df, loc, jnp.sqrt(ss / (n_safe * df)))
-        numpyro.sample("returns", obs_dist.mask(has).to_event(1), obs=data.returns_mean)
+        obs_dist = _returns_dist(data, pr, gain_at(a_cell, d_cell))
+        numpyro.sample("returns", obs_dist.mask(data.returns_n > 0).to_event(1), obs=data.returns_mean)
+
+
+def _returns_dist(data: GainData, pr: GainPrior, loc):
+    """The mean paired return difference of each cell around `loc` (see the module docstring)."""
+    n_safe = jnp.where(data.returns_n > 0, data.returns_n, 1.0)
+    if pr.returns_noise_sd is not None:
+        return dist.Normal(loc, pr.returns_noise_sd / jnp.sqrt(n_safe))
+    df = pr.returns_prior_df + n_safe - 1.0
+    ss = pr.returns_prior_df * pr.returns_prior_sd**2 + data.returns_ss
+    return dist.StudentT(df, loc, jnp.sqrt(ss / (n_safe * df)))

@@ -41,6 +41,8 @@ def inference_data(prep: PreparedGains, sites: dict, stats: dict | None, names: 
         posterior["sensitivity"] = np.asarray(sites["sensitivity"])
         coords["direction"] = list(prep.directions)
         dims["sensitivity"] = ["direction"]
+    if "fix" in sites:  # which candidate is the one fix in each draw: 0 none, m + 1 candidate m
+        posterior["fix"] = np.asarray(sites["fix"])
     if "order" in sites:
         posterior["order"] = np.asarray(sites["order"])
         coords["applied"] = coords["evaluated"] = [str(i) for i in methods]
@@ -54,6 +56,10 @@ def inference_data(prep: PreparedGains, sites: dict, stats: dict | None, names: 
 def extra_of(prep: PreparedGains, sites: dict) -> dict:
     extra = {"current_policy": prep.current_policy, "policies": prep.policies,
              "directions": prep.directions, "notes": prep.notes, "prior": prep.spec.prior}
+    if "fix_weight" in sites:  # P(candidate m is the fix) and P(none is): each draw's conditional, averaged
+        p = np.asarray(sites["fix_weight"], np.float64).reshape(-1, len(prep.names) + 1).mean(0)
+        extra["fix_probability"] = {name: float(p[i + 1]) for i, name in enumerate(prep.names)}
+        extra["no_fix_probability"] = float(p[0])
     # the current policy's J was measured (a deployed alternative's, by its own cell)
     if float(prep.data.control_episodes[0]) > 0 or prep.data.deployed is not None:
         extra["baseline"] = float(np.mean(np.asarray(sites["baseline"])))

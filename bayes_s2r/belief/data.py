@@ -383,6 +383,10 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
     adapt = [c for c in cands if c.role == "adaptation"]
     if not adapt:
         raise InputError("candidates", [c.name for c in cands], "at least one adaptation candidate")
+    if len(adapt) * prior.fix_prob >= 1.0:
+        raise InputError("prior.fix_prob", prior.fix_prob,
+                         f"below 1/{len(adapt)} with {len(adapt)} candidates (at most one is the fix, "
+                         "so candidates × fix_prob must stay below 1)")
     names = tuple(c.name for c in adapt)
     alternatives = None if trained_from is None else (trained_from, _alternative_policies(trained_from, lineage, names))
     tally = _tally(iter_records(evidence), {n: i for i, n in enumerate(names)}, roles, objective, alternatives)

@@ -141,6 +141,14 @@ DEFAULT_METHOD_SPREADS = (0.0, 0.125, 0.25, 0.375, 0.5, 0.75, 1.0, 1.5, 2.0)
 #: multipliers of base's `gain_scale`, `method_scale` and `group_scale`. 0 makes the candidates of a
 #: campaign independent given the prior; 1 is the library's hierarchy.
 DEFAULT_SHARED_SCALES = (0.0, 0.125, 0.25, 0.5, 1.0)
+#: The one-fix structure's settings to search (`fix_probs=DEFAULT_FIX_PROBS`): q, the prior
+#: probability that a given candidate is a campaign's one fix (0: none), and the fix's effect
+#: N(fix_loc, fix_scale²) in logits. A q at or above 1/(a past campaign's candidates) is skipped.
+DEFAULT_FIX_PROBS = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
+DEFAULT_FIX_LOCS = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+DEFAULT_FIX_SCALES = (0.5, 1.0, 2.0)
+#: Equal-probability nodes of the fix's effect in its evidence.
+_FIX_NODES = 32
 #: The starting policies' level (`GainPrior.baseline_loc`, `baseline_scale`; logits) is searched
 #: on this grid (`baseline_level=True`), from this many past campaigns on: with fewer the base
 #: prior's is kept. The scales stop at 0.25 logits, a prior that still leaves a start's J
@@ -168,8 +176,8 @@ class GainPriorFit:
             at the chosen `gain_loc` and `candidate_skew`.
         effects: how many effects (campaign, candidate, policy) the evidence held.
         best_minus_normal: log evidence of the best pair minus that of the best normal level
-            (a Bayes factor on the log scale; > 0 favours heavy tails). NaN without normal
-            entries in the grid.
+            (a Bayes factor on the log scale; > 0 favours heavy tails), without the one-fix
+            structure. NaN without normal entries in the grid.
         method_spread: with `method_spreads`, the spread of the methods' means chosen (0: one
             mean for all); None otherwise.
         shared_scale: with `shared_scales`, the multiplier of the shared levels chosen (0: the
@@ -177,6 +185,9 @@ class GainPriorFit:
         shared_log_evidence: with `shared_scales`, {(candidate_scale, k): log marginal
             likelihood} with each past campaign's effects taken jointly, at the chosen rest of
             the prior; None otherwise.
+        fix_log_evidence: with `fix_probs`, {(fix_prob, fix_loc, fix_scale): log marginal
+            likelihood} with each past campaign's effects taken jointly, at the best candidate
+            level for each (q = 0: no fix structure); None otherwise.
     """
 
     prior: GainPrior
@@ -186,6 +197,7 @@ class GainPriorFit:
     method_spread: float | None = None
     shared_scale: float | None = None
     shared_log_evidence: Mapping[tuple[float, float], float] | None = None
+    fix_log_evidence: Mapping[tuple[float, float, float], float] | None = None
 
     @property
     def at_grid_edge(self) -> bool:
@@ -205,6 +217,11 @@ class GainPriorFit:
             df += ", one mean for all methods (spread 0 chosen)"
         if self.shared_scale is not None:
             df += f", shared levels x{self.shared_scale:g}"
+        if self.prior.fix_prob:
+            df += (f", one fix with probability {self.prior.fix_prob:g} per candidate, effect "
+                   f"{self.prior.fix_loc:g} ± {self.prior.fix_scale:g}")
+        elif self.fix_log_evidence is not None:
+            df += ", no fix structure (q = 0 chosen)"
         if (self.prior.baseline_loc, self.prior.baseline_scale) != (GainPrior.baseline_loc, GainPrior.baseline_scale):
             df += (f", starting policies at {self.prior.baseline_loc:g} ± {self.prior.baseline_scale:g} logits "
                    f"(J {special.expit(self.prior.baseline_loc):.2f})")
@@ -445,7 +462,10 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                    method_contrasts: bool = False,
                    method_spreads: Sequence[float] | None = None,
                    shared_scales: Sequence[float] | None = None,
-                   baseline_level: bool = False) -> GainPriorFit:
+                   baseline_level: bool = False,
+                   fix_probs: Sequence[float] | None = None,
+                   fix_locs: Sequence[float] = DEFAULT_FIX_LOCS,
+                   fix_scales: Sequence[float] = DEFAULT_FIX_SCALES) -> GainPriorFit:
     """Choose the gains model's candidate level (and, when asked, the effects' prior mean) from
     past campaigns (type-II maximum likelihood).
 
@@ -500,6 +520,11 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
             Off by default: on three held-out random families (200 worlds each, every strategy
             under it) it moved the rule by −0.007 [−0.014, +0.001] where the policy already
             works, +0.002 where it mostly fails and −0.007 where starts lie anywhere.
+        fix_probs: also search the one-fix structure (`GainPrior.fix_prob`, `fix_loc`,
+            `fix_scale`): these q (e.g. `DEFAULT_FIX_PROBS`; 0 is none) with every
+            `fix_locs` × `fix_scales`, jointly with the candidate scale and level, each past
+            campaign's effects taken jointly with its one fix summed out (module docstring).
+            The rest of the prior (means, skew) is chosen first. Not with `shared_scales`.
 
     Returns:
         a `GainPriorFit`; pass `fit.prior` as `fit_gains(..., prior=fit.prior)` or
@@ -539,6 +564,7 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         shared = tuple(float(k) for k in shared)
     else:
         shared = None
+    fix_grid = _fix_grid(fix_probs, fix_locs, fix_scales, shared)
     if baseline_level:
         histories = past_campaigns(histories)
         arms = start_arms(histories)
@@ -617,13 +643,76 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         base_up = dataclasses.replace(base, gain_scale=base.gain_scale * shared_best,
                                       method_scale=base.method_scale * shared_best,
                                       group_scale=base.group_scale * shared_best)
+    fix, fix_evidence = {}, None
+    versus_normal = out[scale_best, df_best] - max(normals) if normals else float("nan")
+    if fix_grid is not None:  # the one-fix structure, with the candidate scale and level, given the rest
+        mean_of = np.asarray([dict(method_locs_best).get((methods or {}).get(n), loc_best) for n in names])
+        options = _one_fix_evidence(grid_ll, at_scale, base, scales, [(d, k) for d, k in levels if k == skew_best],
+                                    mean_of, _campaign_groups(campaign_of, names), fix_grid)
+        fix_evidence = {key: v for key, (v, _) in options.items()}
+        best_fix = max(options, key=fix_evidence.get)
+        if best_fix[0] > 0.0:
+            scale_best, df_best = options[best_fix][1]
+            fix = {"fix_prob": best_fix[0], "fix_loc": best_fix[1], "fix_scale": best_fix[2]}
     prior = dataclasses.replace(_hierarchy_at(base, scale_best) if scale_hierarchy else base_up, gain_loc=loc_best,
                                 candidate_scale=scale_best, candidate_df=df_best, candidate_skew=skew_best,
-                                method_locs=method_locs_best, fixed_scales=False)
+                                method_locs=method_locs_best, fixed_scales=False, **fix)
     return GainPriorFit(prior=prior, log_evidence=out, effects=len(counts),
-                        best_minus_normal=out[scale_best, df_best] - max(normals) if normals else float("nan"),
-                        method_spread=spread_best, shared_scale=None if shared is None else shared_best,
-                        shared_log_evidence=evidence)
+                        best_minus_normal=versus_normal, method_spread=spread_best,
+                        shared_scale=None if shared is None else shared_best, shared_log_evidence=evidence,
+                        fix_log_evidence=fix_evidence)
+
+
+def _fix_grid(fix_probs, fix_locs, fix_scales, shared) -> list[tuple[float, float, float]] | None:
+    """The checked (q, fix_loc, fix_scale) options of `fix_probs` (q = 0 once), or None."""
+    if fix_probs is None:
+        return None
+    probs, locs, scales = _finite_numbers(fix_probs), _finite_numbers(fix_locs), _finite_numbers(fix_scales)
+    if probs is None or any(not 0.0 <= q < 1.0 for q in probs):
+        raise InputError("fix_probs", fix_probs, "a non-empty sequence of probabilities in [0, 1), or None")
+    if locs is None:
+        raise InputError("fix_locs", fix_locs, "a non-empty sequence of finite numbers (logits)")
+    if scales is None or any(w <= 0 for w in scales):
+        raise InputError("fix_scales", fix_scales, "a non-empty sequence of numbers > 0 (logits)")
+    if shared is not None:
+        raise InputError("fix_probs", fix_probs, "None with shared_scales (the two are not searched together)")
+    grid = [(0.0, GainPrior.fix_loc, GainPrior.fix_scale)]
+    return grid + [(float(q), float(m), float(w)) for q in sorted(set(probs)) if q > 0 for m in locs for w in scales]
+
+
+def _one_fix_evidence(grid_ll, at_scale, base, scales, levels, mean_of, groups, fix_grid) -> dict:
+    """{(q, fix_loc, fix_scale): (Σ_c log[(1 − T_c·q)·Π_e L0_e + q·Σ_k L1_k·Π_{e∉k} L0_e],
+    the (candidate_scale, candidate_df) that maximises it)}: campaign c tried T_c candidates,
+    L0_e is effect e's evidence under the candidate level (at its own mean) and L1_k that of
+    candidate k's effects as the fix, N(fix_loc, fix_scale²); k runs over the candidates c
+    tried (an untried fix leaves Π L0, counted in 1 − T_c·q). A q with T_c·q ≥ 1 in some
+    campaign is left out."""
+    cand_of, campaign_of_cand = groups            # [E] each effect's (campaign, candidate), [K] its campaign
+    tried = np.bincount(campaign_of_cand)         # [campaigns] candidates tried
+    z = special.ndtri(_mid(_FIX_NODES))
+    as_fix = {(m, w): special.logsumexp(_on_grid(grid_ll, np.clip(m + w * z, _DELTA_GRID[0], _DELTA_GRID[-1])),
+                                        axis=1) - math.log(z.size)
+              for _, m, w in fix_grid}            # [E] each
+    out = {}
+    for s in scales:
+        for df, skew in levels:
+            plain = np.empty(len(mean_of))        # [E] each effect's log evidence at its own mean
+            for m in np.unique(mean_of):
+                ix = mean_of == m
+                plain[ix] = _effect_evidence(at_scale[s][ix], base, float(s), df, skew, np.asarray([m]))[:, 0]
+            for q, m, w in fix_grid:
+                if q > 0.0 and tried.max() * q >= 1.0:
+                    continue
+                lift = np.zeros(len(campaign_of_cand))   # [K] log L1_k − log Π_{e∈k} L0_e
+                np.add.at(lift, cand_of, as_fix[m, w] - plain)
+                top = np.zeros(tried.size)
+                np.maximum.at(top, campaign_of_cand, lift)
+                inner = np.zeros(tried.size)
+                np.add.at(inner, campaign_of_cand, np.exp(lift - top[campaign_of_cand]))
+                total = float(plain.sum() + (np.log((1.0 - tried * q) * np.exp(-top) + q * inner) + top).sum())
+                if total > out.get((q, m, w), (-np.inf,))[0]:
+                    out[q, m, w] = (total, (float(s), df))
+    return out
 
 
 def _campaign_groups(campaign_of: np.ndarray, method_of: Sequence) -> tuple[np.ndarray, np.ndarray]:
