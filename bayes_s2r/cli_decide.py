@@ -567,6 +567,10 @@ def prior_command(
     shared: Annotated[bool, typer.Option(
         "--shared", help="Size the levels one campaign's candidates share by the evidence (fit_gain_prior's "
                          "shared_scales; 0 makes them independent given the prior).")] = False,
+    one_fix: Annotated[bool, typer.Option(
+        "--one-fix", help="Also search the one-fix structure (at most one candidate of a campaign is the fix; "
+                          "GainPrior.fix_prob, fix_loc, fix_scale), sized by each past campaign's effects "
+                          "taken jointly. Not with --shared.")] = False,
     baseline: Annotated[bool, typer.Option(
         "--baseline", help="Also fit where the team's policies start (GainPrior.baseline_loc, baseline_scale) to the "
                            "past campaigns' starting policies, so that gains are priced at the J a campaign "
@@ -579,6 +583,7 @@ def prior_command(
 
     from bayes_s2r.belief import check_gain_prior, fit_gain_prior
     from bayes_s2r.belief.team_prior import (
+        DEFAULT_FIX_PROBS,
         DEFAULT_METHOD_LOCS,
         DEFAULT_METHOD_SPREADS,
         DEFAULT_SHARED_SCALES,
@@ -612,7 +617,8 @@ def prior_command(
     fit = fit_gain_prior(histories, candidate_skews=DEFAULT_SKEWS if skew else (0.0,), methods=methods,
                          method_locs=DEFAULT_METHOD_LOCS if method_means and not shrink else None,
                          method_spreads=DEFAULT_METHOD_SPREADS if shrink else None,
-                         shared_scales=DEFAULT_SHARED_SCALES if shared else None, baseline_level=baseline)
+                         shared_scales=DEFAULT_SHARED_SCALES if shared else None, baseline_level=baseline,
+                         fix_probs=DEFAULT_FIX_PROBS if one_fix else None)
     fields = dataclasses.asdict(fit.prior)
     check = check_gain_prior(histories, fit.prior, methods=methods)
     if out is not None:

@@ -119,7 +119,11 @@ def _effect_draws(prior: GainPrior, locs: np.ndarray, rng: np.random.Generator, 
         tau = tau_base / np.sqrt(rng.gamma(nu / 2, 2 / nu, shape))
         if prior.candidate_skew:
             delta += prior.candidate_skew * (tau - tau_base * mixing_sd_mean(nu))
-    return delta + tau * rng.standard_normal(shape)
+    delta = delta + tau * rng.standard_normal(shape)
+    if prior.fix_prob:  # each candidate is its campaign's one fix with probability q
+        fix = rng.random(shape) < prior.fix_prob
+        delta = np.where(fix, rng.normal(prior.fix_loc, prior.fix_scale, shape), delta)
+    return delta
 
 
 def check_gain_prior(histories: Iterable[Iterable], prior: GainPrior, *, methods: Mapping[str, str] | None = None,

@@ -295,6 +295,34 @@ def test_prior_with_each_methods_mean_from_the_candidates_file(tmp_path):
     assert prior["baseline_loc"] == pytest.approx(np.log(14 / 34), abs=0.1) and prior["baseline_scale"] == 0.25
 
 
+def test_prior_with_one_fix_per_campaign(tmp_path):
+    """Past campaigns of five candidates where one (a different one each time) took J from 0.2 to
+    0.9: --one-fix finds the structure, its prior file reaches the fit, and its predictive
+    covers the past arms."""
+    rng = np.random.default_rng(1)
+    past = []
+    for i in range(12):
+        path = tmp_path / f"past{i}.sqlite"
+        fix = rng.integers(5)
+        with Ledger(path) as ledger:
+            ledger.add_many([PairedEval(f"c{j}", int(rng.binomial(48, 0.9 if j == fix else 0.22)), 48,
+                                        int(rng.binomial(48, 0.2)), 48) for j in range(5)])
+        past.append(str(path))
+    out = tmp_path / "prior.json"
+    result = CliRunner().invoke(app, ["prior", *past, "--one-fix", "--json", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    assert 0.1 <= printed["prior"]["fix_prob"] < 0.2 and printed["prior"]["fix_loc"] >= 2.0
+    assert printed["check"]["coverage"] >= 0.8
+    from bayes_s2r.cli_decide import _read_prior
+
+    assert _read_prior(out).fix_prob == printed["prior"]["fix_prob"]
+    text = CliRunner().invoke(app, ["prior", *past, "--one-fix"])
+    assert text.exit_code == 0 and "one fix with probability" in text.output
+    refused = CliRunner().invoke(app, ["prior", *past, "--one-fix", "--shared"])
+    assert refused.exit_code != 0 and "fix_probs" in refused.output
+
+
 @pytest.mark.parametrize("args, message", [
     (["prior", "{tmp}/missing.sqlite"], "PAST='{tmp}/missing.sqlite': expected an existing ledger file"),
     (["prior", "{empty}"], "histories='no PairedEval records'"),
