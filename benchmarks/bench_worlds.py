@@ -58,6 +58,7 @@ TEAM_PRIORS = {
     "history-shrunk-shared": {"method_shrinkage": True, "shared_levels": True},
     "history-shared": {"method_means": True, "shared_levels": True},
     "history-baseline": {"method_means": True, "baseline_level": True},
+    "history-fix": {"method_means": True, "one_fix": True},
 }
 
 DEFAULT_STRATEGIES = ("q_cvu", "q_cvu@g0", "q_beta0", "mv_greedy", "thompson", "pandora", "round_robin", "dr_only",
@@ -251,6 +252,18 @@ def _run_tasks(tasks: list[tuple], jobs: int, rows_path: str | None) -> list[dic
     return sorted(done, key=lambda r: order[r["family"], r["world"], r["strategy"]])
 
 
+#: Worlds of one family run one after another before the next family's (`world_order`).
+_WORLD_BLOCK = 20
+
+
+def world_order(families: list[str], seeds: range) -> list[tuple[str, int]]:
+    """(family, seed) in blocks of `_WORLD_BLOCK` worlds, family by family within a block: a
+    run stopped early (see --rows) has about as many worlds of each family, and the workers
+    stay on one family's compiled samplers (a fit keeps the last few,
+    `bayes_s2r.belief.compiled.CACHE_SIZE`; interleaving ten families recompiled nearly every fit)."""
+    return [(f, seed) for block in range(0, len(seeds), _WORLD_BLOCK) for f in families
+            for seed in seeds[block:block + _WORLD_BLOCK]]
+
 #: Options that do not change a table's numbers, left out of the command it records (where a
 #: table is written is said by the results page's command for it, `benchmarks/summarize.py`).
 _UNRECORDED = ("--rows", "--note", "--out")
@@ -293,7 +306,8 @@ def main(argv=None) -> dict:
                         "history-shrunk: each method's mean shrunk toward 0.3 by the evidence (method_spreads="
                         "DEFAULT_METHOD_SPREADS); "
                         "history-baseline: history with the starting policies' level fitted to the past starts "
-                        "(baseline_level=True); library: the library's default GainPrior")
+                        "(baseline_level=True); history-fix: history with the one-fix structure searched (fix_probs="
+                        "DEFAULT_FIX_PROBS); library: the library's default GainPrior")
     p.add_argument("--history-campaigns", type=int, default=12,
                    help="past campaigns the team prior is fitted from (worlds.history; ignored with --gain-prior library)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
@@ -322,9 +336,8 @@ def main(argv=None) -> dict:
     priors = {f: W.team_prior(W.ALL_FAMILIES[f], **TEAM_PRIORS[args.gain_prior], campaigns=args.history_campaigns)
               if args.gain_prior != "library" else None for f in families}
     tasks = [(f, seed, strategies, args.rounds,
-              {**overrides, **({"fit_options": {"prior": priors[f]}} if priors[f] else {})})
-             for seed in range(args.first_world, args.first_world + args.worlds) for f in families]
-    # world-major order: a run stopped early (see --rows) has as many worlds of each family
+             {**overrides, **({"fit_options": {"prior": priors[f]}} if priors[f] else {})})
+             for f, seed in world_order(families, range(args.first_world, args.first_world + args.worlds))]
     t0 = time.perf_counter()
     rows = _run_tasks(tasks, args.jobs, args.rows)
     summary = {f: summarize([r for r in rows if r["family"] == f], strategies) for f in families}

@@ -207,6 +207,20 @@ def test_a_team_prior_with_shrunk_method_means_keeps_the_methods_apart():
     assert bs.GainPrior(**prior).method_locs
 
 
+def test_a_team_prior_with_one_fix_per_campaign_where_the_family_has_one():
+    prior = W.team_prior(W.ALL_FAMILIES["rivals"], method_means=True, one_fix=True)
+    assert 0.1 <= prior["fix_prob"] < 1 / 6 and prior["fix_loc"] > 0  # six candidates, exactly one fix
+    assert bs.GainPrior(**prior).fix_prob == prior["fix_prob"]
+    assert "fix_prob" not in W.team_prior(W.ALL_FAMILIES["rivals"], method_means=True)
+
+
+def test_worlds_run_in_blocks_of_one_family():
+    order = bench_worlds.world_order(["a", "b"], range(5, 50))
+    assert sorted(order) == sorted((f, s) for f in "ab" for s in range(5, 50))
+    assert order[:20] == [("a", s) for s in range(5, 25)] and order[20:40] == [("b", s) for s in range(5, 25)]
+    assert order[-5:] == [("b", s) for s in range(45, 50)]
+
+
 def test_campaigns_can_start_with_the_starting_policys_deployment_record():
     args = ["--families", "needle", "--worlds", "1", "--rounds", "1", "--gain-prior", "library", "--strategies",
             "mv_greedy"]
