@@ -64,6 +64,8 @@ COMMANDS = {
     "decide": "python benchmarks/bench_decide.py --full --out benchmarks/results/decide.json",
     "fit": "python benchmarks/bench_fit.py --out benchmarks/results/fit.json",
     "sbc_gains": "python benchmarks/sbc_gains.py --out benchmarks/results/sbc_gains.json",
+    "sbc_gains_one_fix": ("python benchmarks/sbc_gains.py --prior '{\"fix_prob\": 0.05, \"fix_loc\": 3, "
+                          "\"fix_scale\": 1}' --out benchmarks/results/sbc_gains_one_fix.json"),
     "sbc_gains_team_prior": ("python benchmarks/sbc_gains.py --prior '{\"candidate_scale\": 4, \"candidate_df\": 2}' "
                              "--out benchmarks/results/sbc_gains_team_prior.json"),
     "rollouts": ("python benchmarks/bench_rollouts.py --envs 256 1024 4096 --steps 200 --mujoco-envs 64 "
@@ -148,6 +150,9 @@ COMMANDS = {
         "python benchmarks/bench_worlds.py --families easy,needle,small,robot,pandora,pilots,wide,late,mixed,failing,"
         "siblings,rivals --worlds 200 --jobs 2 --strategies q_cvu --decide '{\"diagnosis_margin\": 0}' "
         "--out benchmarks/results/worlds_without_diagnosis_margin.json"),
+    "worlds_history_fix": ("python benchmarks/bench_worlds.py --families easy,needle,small,robot,pandora,pilots,wide,"
+                           "late,mixed,failing,siblings,rivals --worlds 200 --jobs 2 --gain-prior history-fix "
+                           "--strategies q_cvu --out benchmarks/results/worlds_history_fix.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -537,9 +542,10 @@ def _calibration(data: dict) -> str:
             f"rank uniformity test p = {r['rank_test']['p_value']:.2f}; divergent transitions: {r['divergences']}")
 
 
-def sbc(data: dict, team: dict | None = None, allocation: dict | None = None) -> list[str]:
+def sbc(data: dict, team: dict | None = None, allocation: dict | None = None, one_fix: dict | None = None) -> list[str]:
     """Calibration under the library's prior and, with `team`, under a heavy-tailed team prior
-    (said to be the allocation tables' when `allocation` fitted that one)."""
+    (said to be the allocation tables' when `allocation` fitted that one), and with `one_fix`
+    under a prior with the one-fix structure."""
     out = _head("sbc_gains", "Calibration of the gains model", data)
     out += [f"Under the library's default prior: {_calibration(data)}.", ""]
     if team is not None:
@@ -549,6 +555,12 @@ def sbc(data: dict, team: dict | None = None, allocation: dict | None = None) ->
         out += [(f"Under a team prior with candidate level scale {prior.candidate_scale:g}, {df}"
                  + (" (the one fitted for the allocation tables)" if fitted else "")
                  + f" (`{COMMANDS['sbc_gains_team_prior']}`, {_machine(team)}): {_calibration(team)}."), ""]
+    if one_fix is not None:
+        prior = GainPrior(**one_fix["settings"]["prior"])
+        out += [(f"With the one-fix structure (`GainPrior(fix_prob={prior.fix_prob:g}, fix_loc={prior.fix_loc:g}, "
+                 f"fix_scale={prior.fix_scale:g})`: each of the {one_fix['settings']['candidates']} candidates is the "
+                 f"one fix with probability {prior.fix_prob:g}, summed out of the likelihood and drawn per draw; "
+                 f"`{COMMANDS['sbc_gains_one_fix']}`, {_machine(one_fix)}): {_calibration(one_fix)}."), ""]
     return out
 
 
@@ -1221,6 +1233,43 @@ def prior_check(data: dict, *tables: dict | None) -> list[str]:
     return out + [""]
 
 
+def one_fix(data: dict, *defaults: dict | None) -> list[str]:
+    """The rule under the team prior with the one-fix structure searched, paired by world with the
+    rule under the default team prior (the table of `defaults` that holds the family), and the
+    default table's rivals against it."""
+    out = ["## One fix per campaign: the team prior with the one-fix structure", "",
+           f"`{COMMANDS['worlds_history_fix']}` ({_machine(data)})", "",
+           ("`bs.fit_gain_prior(..., fix_probs=DEFAULT_FIX_PROBS)` (`--gain-prior history-fix`, `bayes-s2r prior "
+            "--one-fix`) also searches a structure in which at most one candidate of a campaign is the fix: each is it "
+            "with probability q, and a fix's effect N(fix_loc, fix_scale²) replaces its level. q, fix_loc and "
+            "fix_scale are chosen with the candidate level by the past campaigns' joint evidence (q = 0: none). In the "
+            "model the fix is summed out of the likelihood and each posterior draw carries its own fix, so a fix "
+            "found says the others are not fixes and a candidate measured at zero leaves more room for the others. "
+            "The rule alone ran under it; the differences pair it by world with the rule under the default `history` "
+            "prior, and the rivals' columns put the default table's strategies (under `history`) against it."), "",
+           *_stale(data), *_merged_parts(data["settings"]),
+           ("| family | one fix chosen: q, fix effect (logits) | q_cvu | one fix − history, 95% | paths changed | "
+            "pandora − q_cvu, 95% | mv_greedy − q_cvu, 95% |"), "|---|---|---|---|---|---|---|"]
+    every = []
+    for family, summary in data["summary"].items():
+        default = [d for d in defaults if d and family in d["summary"]]
+        if len(default) != 1:
+            raise ValueError(f"family {family!r} has {len(default)} default tables to pair with, expected one")
+        prior = (data["settings"].get("team_priors") or {}).get(family) or {}
+        chosen = (f"{prior['fix_prob']:g}, {prior['fix_loc']:g} ± {prior['fix_scale']:g}" if prior.get("fix_prob")
+                  else "none (q = 0)")
+        paths = [{r["world"]: r["path"] for r in d["rows"] if r["family"] == family and r["strategy"] == "q_cvu"}
+                 for d in (data, default[0])]
+        changed = sum(paths[0][w] != paths[1][w] for w in paths[0] if w in paths[1])
+        every.append(_paired_diffs(data, default[0], family, "q_cvu"))
+        rivals = [_diff_cell(_paired_diffs(default[0], data, family, r, b_strategy="q_cvu")) for r in
+                  ("pandora", "mv_greedy")]
+        out.append(f"| {family} | {chosen} | {summary['q_cvu']['net_utility_mean']:.3f} | {_diff_cell(every[-1])} | "
+                   f"{changed} of {len(every[-1])} | " + " | ".join(rivals) + " |")
+    out += [f"| all {len(every)} families together | | | {_diff_cell(np.concatenate(every))} | | | |", ""]
+    return out
+
+
 def team_prior_variants(long: dict, baseline: dict | None, held_out: dict | None) -> list[str]:
     """The rule and its rivals, every strategy under the same prior, where the team prior comes
     from a longer history, or places the starting policies where past campaigns started."""
@@ -1410,8 +1459,8 @@ SECTIONS = [
                                                                               baseline=(base, g0_base))),
     Section(("decide",), decide),
     Section(("fit",), fit),
-    Section(("sbc_gains", "sbc_gains_team_prior", "allocation"),
-            lambda data, team, alloc: sbc(data, team=team, allocation=alloc)),
+    Section(("sbc_gains", "sbc_gains_team_prior", "allocation", "sbc_gains_one_fix"),
+            lambda data, team, alloc, one_fix: sbc(data, team=team, allocation=alloc, one_fix=one_fix)),
     Section(("rollouts",), rollouts),
     Section(("locomotion_gpu",), locomotion),
     Section(("locomotion_cpu",), lambda data: locomotion(data, name="locomotion_cpu",
@@ -1434,6 +1483,7 @@ SECTIONS = [
     Section(("prior_check", "worlds", "worlds_pilots", "worlds_held_out", "worlds_history_shared",
              "worlds_held_out_shared"), prior_check),
     Section(("worlds_history_shared_200", "worlds_history_baseline", "worlds_held_out"), team_prior_variants),
+    Section(("worlds_history_fix", "worlds", "worlds_pilots", "worlds_held_out"), one_fix),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -125,6 +125,12 @@ def test_calibration_under_the_team_prior_names_the_prior_the_allocation_tables_
     fits["b"]["prior"]["candidate_scale"] = 2.0
     fits["a"]["prior"]["candidate_scale"] = 8.0
     assert "fitted for the allocation" not in "".join(summarize.sbc(sbc(0.902, 0.27, 1), team, allocation))
+    # and under the one-fix structure, naming its settings
+    one_fix = sbc(0.9225, 0.082, 0, {"fix_prob": 0.05, "fix_loc": 3, "fix_scale": 1})
+    one_fix["settings"]["candidates"] = 16
+    text = "".join(summarize.sbc(sbc(0.902, 0.27, 1), team, allocation, one_fix))
+    assert "`GainPrior(fix_prob=0.05, fix_loc=3, fix_scale=1)`: each of the 16 candidates" in text
+    assert "coverage 92.2%" in text and "p = 0.08; divergent transitions: 0." in text
 
 
 def test_worlds_where_a_rival_already_reaches_the_safe_oracle_are_named():
@@ -328,6 +334,32 @@ def test_the_shared_levels_difference_is_pooled_world_by_world_over_every_family
         summarize._pooled_shared([held, first], [held_shared, table({"b": [0.5, 0.6]})])
     with pytest.raises(ValueError, match="'a' has 2 tables"):
         summarize._pooled_shared([held, held], [held_shared])
+
+
+def test_the_one_fix_section_pairs_the_rule_with_its_default_table_and_puts_the_rivals_against_it():
+    def table(values, paths, priors=None, rivals=None):
+        rows = [{"family": f, "world": w, "strategy": "q_cvu", "net_utility": v, "path": paths[f][w]}
+                for f, vs in values.items() for w, v in enumerate(vs)]
+        rows += [{"family": f, "world": w, "strategy": s, "net_utility": v, "path": []}
+                 for (f, s), vs in (rivals or {}).items() for w, v in enumerate(vs)]
+        summary = {f: {"q_cvu": {"net_utility_mean": float(np.mean(vs))}} for f, vs in values.items()}
+        settings = {"team_priors": priors or {}}
+        return {"machine": {"cores": 2, "backend": "cpu"}, "settings": settings, "summary": summary, "rows": rows}
+
+    fix = table({"a": [0.5, 0.4], "b": [0.2, 0.2]}, {"a": [["x"], ["y"]], "b": [["x"], ["x"]]},
+                priors={"a": {"fix_prob": 0.15, "fix_loc": 2.0, "fix_scale": 0.5}, "b": {"fix_prob": 0.0}})
+    first = table({"a": [0.3, 0.4]}, {"a": [["y"], ["y"]]},
+                  rivals={("a", "pandora"): [0.6, 0.4], ("a", "mv_greedy"): [0.1, 0.1]})
+    held = table({"b": [0.2, 0.1]}, {"b": [["x"], ["x"]]},
+                 rivals={("b", "pandora"): [0.2, 0.2], ("b", "mv_greedy"): [0.0, 0.0]})
+    text = "\n".join(summarize.one_fix(fix, first, None, held))
+    assert "## One fix per campaign" in text and "--gain-prior history-fix" in text
+    cells = [summarize._diff_cell(np.array(x)) for x in ([0.2, 0.0], [0.1, 0.0], [-0.4, -0.3])]
+    assert f"| a | 0.15, 2 ± 0.5 | 0.450 | {cells[0]} | 1 of 2 | {cells[1]} | {cells[2]} |" in text
+    assert "| b | none (q = 0) | 0.200 |" in text
+    assert f"| all 2 families together | | | {summarize._diff_cell(np.array([0.2, 0.0, 0.0, 0.1]))} |" in text
+    with pytest.raises(ValueError, match="'b' has 0 default tables"):
+        summarize.one_fix(fix, first)
 
 
 def test_the_rollout_margin_section_pairs_each_family_with_the_default_rule_s_table():

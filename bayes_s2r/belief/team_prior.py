@@ -98,6 +98,18 @@ world's start differs and the candidates are alternatives. Over 200 worlds per f
 −0.001 [−0.011, +0.009] with each method's own mean and +0.005 [−0.006, +0.015] with the
 shrunk means, from +0.013 [+0.005, +0.020] where gains are many and small to −0.015
 [−0.049, +0.019] where one rare fix decides. So the library's levels stay the default.
+
+`fix_probs` (e.g. `DEFAULT_FIX_PROBS`) searches the one-fix structure of `GainPrior.fix_prob`:
+each candidate of a campaign is its one fix with probability q, with effect N(fix_loc,
+fix_scale²) in place of its level. A past campaign's evidence is then not a product over its
+effects but (1 − T·q)·Π L0 + q·Σ_k L1_k·Π_{e≠k} L0, with T the candidates it tried, L0 each
+effect's evidence under the level and L1 under the fix; an untried candidate that was the fix
+leaves the tried ones at their level, which 1 − T·q counts. The structure is searched with the
+candidate scale and level once the means are chosen. From 12 past campaigns of each random
+family it chose q = 0.15 in five of them (one fix among five or six candidates, or one or two),
+0.1 in four, 0.05 where a method works for all of its candidates or none, 0.02 where gains are
+many and small and 0 where fixes are moderate and interact. It is not searched by default: `docs/decide.md` ("When at most one candidate is the fix") gives what
+it did to the rule.
 """
 
 from __future__ import annotations
