@@ -153,6 +153,9 @@ COMMANDS = {
     "worlds_history_fix": ("python benchmarks/bench_worlds.py --families easy,needle,small,robot,pandora,pilots,wide,"
                            "late,mixed,failing,siblings,rivals --worlds 200 --jobs 2 --gain-prior history-fix "
                            "--strategies q_cvu --out benchmarks/results/worlds_history_fix.json"),
+    "worlds_history_fix_rivals": ("python benchmarks/bench_worlds.py --families needle,rivals --worlds 200 --jobs 2 "
+                                  "--gain-prior history-fix --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora "
+                                  "--out benchmarks/results/worlds_history_fix_rivals.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -1233,10 +1236,10 @@ def prior_check(data: dict, *tables: dict | None) -> list[str]:
     return out + [""]
 
 
-def one_fix(data: dict, *defaults: dict | None) -> list[str]:
+def one_fix(data: dict, rivals: dict | None, *defaults: dict | None) -> list[str]:
     """The rule under the team prior with the one-fix structure searched, paired by world with the
     rule under the default team prior (the table of `defaults` that holds the family), and the
-    default table's rivals against it."""
+    default table's rivals against it; with `rivals`, the belief-driven rivals under it too."""
     out = ["## One fix per campaign: the team prior with the one-fix structure", "",
            f"`{COMMANDS['worlds_history_fix']}` ({_machine(data)})", "",
            ("`bs.fit_gain_prior(..., fix_probs=DEFAULT_FIX_PROBS)` (`--gain-prior history-fix`, `bayes-s2r prior "
@@ -1262,12 +1265,26 @@ def one_fix(data: dict, *defaults: dict | None) -> list[str]:
                  for d in (data, default[0])]
         changed = sum(paths[0][w] != paths[1][w] for w in paths[0] if w in paths[1])
         every.append(_paired_diffs(data, default[0], family, "q_cvu"))
-        rivals = [_diff_cell(_paired_diffs(default[0], data, family, r, b_strategy="q_cvu")) for r in
-                  ("pandora", "mv_greedy")]
+        against = [_diff_cell(_paired_diffs(default[0], data, family, r, b_strategy="q_cvu")) for r in
+                   ("pandora", "mv_greedy")]
         out.append(f"| {family} | {chosen} | {summary['q_cvu']['net_utility_mean']:.3f} | {_diff_cell(every[-1])} | "
-                   f"{changed} of {len(every[-1])} | " + " | ".join(rivals) + " |")
+                   f"{changed} of {len(every[-1])} | " + " | ".join(against) + " |")
     out += [f"| all {len(every)} families together | | | {_diff_cell(np.concatenate(every))} | | | |", ""]
-    return out
+    if rivals is None:
+        return out
+    out += _worlds_rivals(rivals, (
+        "The belief-driven rivals under the same one-fix prior "
+        f"(`{COMMANDS['worlds_history_fix_rivals']}`, {_machine(rivals)}): does the prior lift them as much? The "
+        "strategies without a belief (round-robin, the recipes) run the same campaigns under any prior (the tables "
+        "above)."))
+    names = list(rivals["settings"]["strategies"])
+    out += ["Each strategy under the one-fix prior minus under the default `history` prior, paired by world:", "",
+            "| family | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for family in rivals["summary"]:
+        default = next(d for d in defaults if d and family in d["summary"])
+        out.append(f"| {family} | " + " | ".join(_diff(float(x.mean()), *common.t_interval(x)) for x in
+                                                 (_paired_diffs(rivals, default, family, n) for n in names)) + " |")
+    return out + [""]
 
 
 def team_prior_variants(long: dict, baseline: dict | None, held_out: dict | None) -> list[str]:
@@ -1483,7 +1500,8 @@ SECTIONS = [
     Section(("prior_check", "worlds", "worlds_pilots", "worlds_held_out", "worlds_history_shared",
              "worlds_held_out_shared"), prior_check),
     Section(("worlds_history_shared_200", "worlds_history_baseline", "worlds_held_out"), team_prior_variants),
-    Section(("worlds_history_fix", "worlds", "worlds_pilots", "worlds_held_out"), one_fix),
+    Section(("worlds_history_fix", "worlds_history_fix_rivals", "worlds", "worlds_pilots", "worlds_held_out"),
+            one_fix),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),
