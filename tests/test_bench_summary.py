@@ -352,14 +352,25 @@ def test_the_one_fix_section_pairs_the_rule_with_its_default_table_and_puts_the_
                   rivals={("a", "pandora"): [0.6, 0.4], ("a", "mv_greedy"): [0.1, 0.1]})
     held = table({"b": [0.2, 0.1]}, {"b": [["x"], ["x"]]},
                  rivals={("b", "pandora"): [0.2, 0.2], ("b", "mv_greedy"): [0.0, 0.0]})
-    text = "\n".join(summarize.one_fix(fix, first, None, held))
+    text = "\n".join(summarize.one_fix(fix, None, first, None, held))
     assert "## One fix per campaign" in text and "--gain-prior history-fix" in text
     cells = [summarize._diff_cell(np.array(x)) for x in ([0.2, 0.0], [0.1, 0.0], [-0.4, -0.3])]
     assert f"| a | 0.15, 2 ± 0.5 | 0.450 | {cells[0]} | 1 of 2 | {cells[1]} | {cells[2]} |" in text
     assert "| b | none (q = 0) | 0.200 |" in text
     assert f"| all 2 families together | | | {summarize._diff_cell(np.array([0.2, 0.0, 0.0, 0.1]))} |" in text
     with pytest.raises(ValueError, match="'b' has 0 default tables"):
-        summarize.one_fix(fix, first)
+        summarize.one_fix(fix, None, first)
+    # the belief-driven rivals under the same prior, and each strategy's lift from it
+    riv = table({"a": [0.5, 0.4]}, {"a": [["x"], ["y"]]}, rivals={("a", "pandora"): [0.7, 0.6]})
+    riv["settings"]["strategies"] = ["q_cvu", "pandora"]
+    riv["summary"]["a"]["q_cvu"]["unsafe_mean"] = 0.0
+    riv["summary"]["a"]["pandora"] = {"net_utility_mean": 0.65, "unsafe_mean": 0.0,
+                                      "minus_q_cvu": {"mean": 0.2, "ci95": [0.2, 0.2]}}
+    text = "\n".join(summarize.one_fix(fix, riv, first, None, held))
+    assert "| a | 0.450 | 0.00 | pandora +0.200; 0.00 |" in text
+    lifts = [summarize._diff(float(np.mean(v)), *summarize.common.t_interval(np.array(v)))
+             for v in ([0.2, 0.0], [0.1, 0.2])]
+    assert f"| a | {lifts[0]} | {lifts[1]} |" in text
 
 
 def test_the_rollout_margin_section_pairs_each_family_with_the_default_rule_s_table():
