@@ -1045,6 +1045,21 @@ def _variant_words(overrides: dict) -> tuple[str, str, str]:
     raise ValueError(f"no words for a rule run with {overrides!r}")
 
 
+def _default_table(family: str, defaults: tuple) -> dict:
+    """The one table of `defaults` (the default rule's tables) that holds `family`."""
+    found = [d for d in defaults if d and family in d["summary"]]
+    if len(found) != 1:
+        raise ValueError(f"family {family!r} has {len(found)} default tables to pair with, expected one")
+    return found[0]
+
+
+def _paths_changed(a: dict, b: dict, family: str) -> int:
+    """How many of `family`'s worlds the rule took another sequence of decisions on in `a` than in `b`."""
+    paths = [{r["world"]: r["path"] for r in d["rows"] if r["family"] == family and r["strategy"] == "q_cvu"}
+             for d in (a, b)]
+    return sum(paths[0][w] != paths[1][w] for w in paths[0] if w in paths[1])
+
+
 def _rule_variant(name: str, dp_name: str | None, data: dict, dp: dict | None, dp_default: dict | None,
                   *defaults: dict) -> list[str]:
     """The rule with one option changed against the default rule, paired by world on each family
@@ -1061,15 +1076,10 @@ def _rule_variant(name: str, dp_name: str | None, data: dict, dp: dict | None, d
            f"| family | q_cvu, {short} | {short} − default, 95% | campaigns whose path changed |", "|---|---|---|---|"]
     every = []
     for family, summary in data["summary"].items():
-        default = [d for d in defaults if d and family in d["summary"]]
-        if len(default) != 1:
-            raise ValueError(f"family {family!r} has {len(default)} default tables to pair with, expected one")
-        paths = [{r["world"]: r["path"] for r in d["rows"] if r["family"] == family and r["strategy"] == "q_cvu"}
-                 for d in (data, default[0])]
-        changed = sum(paths[0][w] != paths[1][w] for w in paths[0] if w in paths[1])
-        every.append(_paired_diffs(data, default[0], family, "q_cvu"))
+        default = _default_table(family, defaults)
+        every.append(_paired_diffs(data, default, family, "q_cvu"))
         out.append(f"| {family} | {summary['q_cvu']['net_utility_mean']:.3f} | {_diff_cell(every[-1])} | "
-                   f"{changed} of {len(every[-1])} |")
+                   f"{_paths_changed(data, default, family)} of {len(every[-1])} |")
     together = "all families" if which == "every family" else "these families"
     out += [f"| {together} together | | {_diff_cell(np.concatenate(every))} | |", ""]
     if dp is None or dp_default is None:
@@ -1255,20 +1265,15 @@ def one_fix(data: dict, rivals: dict | None, *defaults: dict | None) -> list[str
             "pandora − q_cvu, 95% | mv_greedy − q_cvu, 95% |"), "|---|---|---|---|---|---|---|"]
     every = []
     for family, summary in data["summary"].items():
-        default = [d for d in defaults if d and family in d["summary"]]
-        if len(default) != 1:
-            raise ValueError(f"family {family!r} has {len(default)} default tables to pair with, expected one")
+        default = _default_table(family, defaults)
         prior = (data["settings"].get("team_priors") or {}).get(family) or {}
         chosen = (f"{prior['fix_prob']:g}, {prior['fix_loc']:g} ± {prior['fix_scale']:g}" if prior.get("fix_prob")
                   else "none (q = 0)")
-        paths = [{r["world"]: r["path"] for r in d["rows"] if r["family"] == family and r["strategy"] == "q_cvu"}
-                 for d in (data, default[0])]
-        changed = sum(paths[0][w] != paths[1][w] for w in paths[0] if w in paths[1])
-        every.append(_paired_diffs(data, default[0], family, "q_cvu"))
-        against = [_diff_cell(_paired_diffs(default[0], data, family, r, b_strategy="q_cvu")) for r in
+        every.append(_paired_diffs(data, default, family, "q_cvu"))
+        against = [_diff_cell(_paired_diffs(default, data, family, r, b_strategy="q_cvu")) for r in
                    ("pandora", "mv_greedy")]
         out.append(f"| {family} | {chosen} | {summary['q_cvu']['net_utility_mean']:.3f} | {_diff_cell(every[-1])} | "
-                   f"{changed} of {len(every[-1])} | " + " | ".join(against) + " |")
+                   f"{_paths_changed(data, default, family)} of {len(every[-1])} | " + " | ".join(against) + " |")
     out += [f"| all {len(every)} families together | | | {_diff_cell(np.concatenate(every))} | | | |", ""]
     if rivals is None:
         return out
@@ -1281,7 +1286,7 @@ def one_fix(data: dict, rivals: dict | None, *defaults: dict | None) -> list[str
     out += ["Each strategy under the one-fix prior minus under the default `history` prior, paired by world:", "",
             "| family | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     for family in rivals["summary"]:
-        default = next(d for d in defaults if d and family in d["summary"])
+        default = _default_table(family, defaults)
         out.append(f"| {family} | " + " | ".join(_diff(float(x.mean()), *common.t_interval(x)) for x in
                                                  (_paired_diffs(rivals, default, family, n) for n in names)) + " |")
     return out + [""]

@@ -643,9 +643,9 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
            if loc == loc_best and k == skew_best and w == spread_best}
     normals = [v for (loc, k, s, d, w), v in by_key.items() if loc == loc_best and w == spread_best and d is None]
     method_locs_best = {**kept_locs, **by_method[best_key]}
+    mean_of = np.asarray([method_locs_best.get((methods or {}).get(n), loc_best) for n in names])  # each effect's
     base_up, evidence = base, None
     if shared is not None:  # the shared levels' size, with the candidate scale, given the rest
-        mean_of = np.asarray([dict(method_locs_best).get((methods or {}).get(n), loc_best) for n in names])
         method_of = [(methods or {}).get(n) for n in names]
         grouped = isinstance(methods, Mapping) and len({m for m in method_of if m is not None}) > 1
         groups = _campaign_groups(campaign_of, method_of if grouped else [None] * len(names))
@@ -658,7 +658,6 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
     fix, fix_evidence = {}, None
     versus_normal = out[scale_best, df_best] - max(normals) if normals else float("nan")
     if fix_grid is not None:  # the one-fix structure, with the candidate scale and level, given the rest
-        mean_of = np.asarray([dict(method_locs_best).get((methods or {}).get(n), loc_best) for n in names])
         options = _one_fix_evidence(grid_ll, at_scale, base, scales, [(d, k) for d, k in levels if k == skew_best],
                                     mean_of, _campaign_groups(campaign_of, names), fix_grid)
         fix_evidence = {key: v for key, (v, _) in options.items()}
