@@ -349,12 +349,17 @@ def _binomial(name: str, successes, episodes, *, logits=None, probs=None):
         n = jnp.asarray(episodes).astype(jnp.int32)   # the sampler needs whole counts
         d = dist.Binomial(n, logits=logits) if logits is not None else dist.Binomial(n, probs=probs)
         return numpyro.sample(name, d.mask(episodes > 0).to_event(1))
+    numpyro.factor(name, jnp.sum(_count_log_lik(successes, episodes, logits=logits, probs=probs)))
+    return successes
+
+
+def _count_log_lik(successes, episodes, *, logits=None, probs=None):
+    """s·log p + (n − s)·log(1 − p) per element: binomial counts without their constant."""
     if logits is not None:
         log_p, log_q = jax.nn.log_sigmoid(logits), jax.nn.log_sigmoid(-logits)
     else:
         log_p, log_q = jnp.log(probs), jnp.log1p(-probs)
-    numpyro.factor(name, jnp.sum(successes * log_p + (episodes - successes) * log_q))
-    return successes
+    return successes * log_p + (episodes - successes) * log_q
 
 
 def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
@@ -456,13 +461,13 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
             return jax.nn.sigmoid(a + d) - jax.nn.sigmoid(a)
         return d
 
-    def cell_log_lik(d_cell):  # [Q] treated counts and paired returns, given the cells' effects
+    def treated_at(d_cell):  # the treated arms' success probability, as _binomial takes it
         if logit:
-            log_p, log_q = jax.nn.log_sigmoid(a_cell + d_cell), jax.nn.log_sigmoid(-(a_cell + d_cell))
-        else:
-            p_t = jnp.clip(_take(j_pol, data.cell_policy, P) + d_cell, _J_EPS, 1 - _J_EPS)
-            log_p, log_q = jnp.log(p_t), jnp.log1p(-p_t)
-        ll = data.treated_successes * log_p + (data.treated_episodes - data.treated_successes) * log_q
+            return {"logits": a_cell + d_cell}
+        return {"probs": jnp.clip(_take(j_pol, data.cell_policy, P) + d_cell, _J_EPS, 1 - _J_EPS)}
+
+    def cell_log_lik(d_cell):  # [Q] treated counts and paired returns, given the cells' effects
+        ll = _count_log_lik(data.treated_successes, data.treated_episodes, **treated_at(d_cell))
         if spec.has_returns:
             has = data.returns_n > 0
             ll = ll + jnp.where(has, _returns_dist(data, pr, gain_at(a_cell, d_cell)).log_prob(data.returns_mean), 0.0)
@@ -501,11 +506,7 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
     if mixture and observed:
         return
     d_cell = cell_effect(delta)
-    if logit:
-        _binomial("treated", data.treated_successes, data.treated_episodes, logits=a_cell + d_cell)
-    else:
-        p_t = jnp.clip(_take(j_pol, data.cell_policy, P) + d_cell, _J_EPS, 1 - _J_EPS)
-        _binomial("treated", data.treated_successes, data.treated_episodes, probs=p_t)
+    _binomial("treated", data.treated_successes, data.treated_episodes, **treated_at(d_cell))
     if spec.has_returns:
         obs_dist = _returns_dist(data, pr, gain_at(a_cell, d_cell))
         numpyro.sample("returns", obs_dist.mask(data.returns_n > 0).to_event(1), obs=data.returns_mean)
