@@ -159,7 +159,7 @@ def example_ledger(tmp_path_factory):
 def test_decide_json_on_the_example_ledger(example_ledger):
     result = CliRunner().invoke(app, [
         "decide", "--ledger", str(example_ledger), "--candidates", EXAMPLE_TOML, "--method", "svi",
-        "--cvu-samples", "128", "--json"])
+        "--cvu-samples", "64", "--json"])  # the look-ahead size of the other commands here: compiled once
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     rows = {r["name"]: r for r in out["table"]}

@@ -4,9 +4,10 @@ The demo's command-line flow (`_run` and `resume`) runs here on the testbed's ca
 with a synthetic executor in place of the Brax testbed, so a whole campaign takes seconds.
 A kill is modelled two ways: in process, an exception that no handler catches, raised right
 after the k-th commit (or in the middle of moving the report into place); and for the
-shakedown and the report, a real child process that SIGKILLs itself at that point. Either
-way the resumed ledger must hold the same records and meta, and the report folder the same
-page and figures, as a campaign that was never stopped.
+shakedown and the report, a real child process that SIGKILLs itself at that point (the
+report's child resumes a campaign stopped right after its last commit, so it does not
+compile the rounds again). Either way the resumed ledger must hold the same records and
+meta, and the report folder the same page and figures, as a campaign that was never stopped.
 """
 
 from __future__ import annotations
@@ -201,7 +202,8 @@ def test_a_removed_report_is_written_again_and_a_complete_one_left_alone(uninter
 
 def _child(folder: str, point: str) -> None:
     """Run the demo flow in this process and SIGKILL it at `point` ("shakedown": during the
-    shakedown's commit, before any round; "report": while the report is moved into place)."""
+    shakedown's commit, before any round; "report": resuming a campaign whose stop is
+    committed, while the report is moved into place)."""
     mp = pytest.MonkeyPatch()
     use_fake_testbed(mp)
 
@@ -218,14 +220,22 @@ def _child(folder: str, point: str) -> None:
             return original(ledger, executor, **kw)
 
         mp.setattr(testbed, "run_shakedown", run_shakedown)
+        run_demo(Path(folder))
     else:
         kill_while_moving_the_report(mp, die)
-    run_demo(Path(folder))
+        resume(Path(folder))
 
 
 @pytest.mark.parametrize("point", ["shakedown", "report"])
 def test_a_real_sigkill_resumes_to_the_same_campaign(uninterrupted, tmp_path, monkeypatch, point):
     expected, _ = uninterrupted
+    if point == "report":  # everything but the report committed, as a kill right after the stop leaves it
+        with monkeypatch.context() as mp:
+            use_fake_testbed(mp)
+            kill_after_commit(mp, COMMITS.index("stop") + 1, raise_killed)
+            with pytest.raises(Killed):
+                run_demo(tmp_path)
+        assert not (tmp_path / "index.html").exists()
     here = Path(__file__).resolve().parent
     code = f"import sys; sys.path.insert(0, {str(here)!r}); import test_kill_resume as t; " \
            f"t._child({str(tmp_path)!r}, {point!r})"
