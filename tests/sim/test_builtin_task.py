@@ -33,7 +33,9 @@ def _same_episodes(sim, world, policy, key):
     xi = sim.sample_params(k_xi, dr, EPISODES)
     values = np.stack([np.asarray(getattr(xi, f), np.float32) for f in sim.PARAM_NAMES], axis=1)
     keys = jax.random.split(k_run, EPISODES)
-    reset = jax.vmap(lambda k: bt.task.env.reset(jax.random.split(k, 3)[0]).pipeline_state)(keys)
+    # jitted: run eagerly, each of the MJX reset's operations would compile on its own
+    reset_fn = jax.jit(jax.vmap(lambda k: bt.task.env.reset(jax.random.split(k, 3)[0]).pipeline_state))
+    reset = reset_fn(keys)
     task_stats = sim.simulate_task(None, bt.task, policy, values, space=bt.space, keys=keys)
     world_stats = simulate_batch(k_run, world, policy, xi, init=(reset.q, reset.qd))
     return world_stats, task_stats

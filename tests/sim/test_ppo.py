@@ -12,7 +12,9 @@ def test_ppo_trains_and_returns_a_usable_policy():
 
     from bayes_s2r.sim.ppo import PPOConfig, train_ppo
 
-    env = envs.get_environment("inverted_pendulum", backend="positional")
+    # Brax's own trainer-test environment: the trainer's programs, without a physics pipeline
+    # to compile (what is checked here is the trainer on this JAX, not an environment)
+    env = envs.get_environment("fast")
     # num_timesteps > 0, so the trainer reaches the replicated training state (the line that
     # fails on this JAX without the fix); tiny sizes keep it to one short training epoch.
     config = PPOConfig(num_timesteps=64, episode_length=16, num_envs=4, unroll_length=4, batch_size=4,
