@@ -570,7 +570,8 @@ def prior_command(
     one_fix: Annotated[bool, typer.Option(
         "--one-fix", help="Also search the one-fix structure (at most one candidate of a campaign is the fix; "
                           "GainPrior.fix_prob, fix_loc, fix_scale), sized by each past campaign's effects "
-                          "taken jointly. Not with --shared.")] = False,
+                          "taken jointly; with --candidates each method's own probability, shrunk toward one "
+                          "by the evidence (GainPrior.method_fix_probs). Not with --shared.")] = False,
     baseline: Annotated[bool, typer.Option(
         "--baseline", help="Also fit where the team's policies start (GainPrior.baseline_loc, baseline_scale) to the "
                            "past campaigns' starting policies, so that gains are priced at the J a campaign "
@@ -584,6 +585,7 @@ def prior_command(
     from bayes_s2r.belief import check_gain_prior, fit_gain_prior
     from bayes_s2r.belief.team_prior import (
         DEFAULT_FIX_PROBS,
+        DEFAULT_METHOD_FIX_CONCENTRATIONS,
         DEFAULT_METHOD_LOCS,
         DEFAULT_METHOD_SPREADS,
         DEFAULT_SHARED_SCALES,
@@ -618,7 +620,8 @@ def prior_command(
                          method_locs=DEFAULT_METHOD_LOCS if method_means and not shrink else None,
                          method_spreads=DEFAULT_METHOD_SPREADS if shrink else None,
                          shared_scales=DEFAULT_SHARED_SCALES if shared else None, baseline_level=baseline,
-                         fix_probs=DEFAULT_FIX_PROBS if one_fix else None)
+                         fix_probs=DEFAULT_FIX_PROBS if one_fix else None,
+                         method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS if one_fix and methods else None)
     fields = dataclasses.asdict(fit.prior)
     check = check_gain_prior(histories, fit.prior, methods=methods)
     if out is not None:
@@ -628,6 +631,9 @@ def prior_command(
                                "log_bayes_factor_vs_normal": fit.best_minus_normal,
                                **({"method_spread": fit.method_spread} if shrink else {}),
                                **({"shared_scale": fit.shared_scale} if shared else {}),
+                               **({"method_fix_concentration":  # null: one fix probability for all methods
+                                   None if math.isinf(fit.method_fix_concentration) else fit.method_fix_concentration}
+                                  if fit.method_fix_concentration is not None else {}),
                                "check": check.to_dict()}, indent=1))
         return
     few = ""

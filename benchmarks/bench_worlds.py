@@ -59,6 +59,7 @@ TEAM_PRIORS = {
     "history-shared": {"method_means": True, "shared_levels": True},
     "history-baseline": {"method_means": True, "baseline_level": True},
     "history-fix": {"method_means": True, "one_fix": True},
+    "history-fix-method": {"method_means": True, "method_fix": True},
 }
 
 DEFAULT_STRATEGIES = ("q_cvu", "q_cvu@g0", "q_beta0", "mv_greedy", "thompson", "pandora", "round_robin", "dr_only",
@@ -307,7 +308,8 @@ def main(argv=None) -> dict:
                         "DEFAULT_METHOD_SPREADS); "
                         "history-baseline: history with the starting policies' level fitted to the past starts "
                         "(baseline_level=True); history-fix: history with the one-fix structure searched (fix_probs="
-                        "DEFAULT_FIX_PROBS); library: the library's default GainPrior")
+                        "DEFAULT_FIX_PROBS); history-fix-method: history-fix with each method's own fix probability "
+                        "shrunk toward one (method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS); library: the library's default GainPrior")
     p.add_argument("--history-campaigns", type=int, default=12,
                    help="past campaigns the team prior is fitted from (worlds.history; ignored with --gain-prior library)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes")

@@ -156,6 +156,12 @@ COMMANDS = {
     "worlds_history_fix_rivals": ("python benchmarks/bench_worlds.py --families needle,rivals --worlds 200 --jobs 2 "
                                   "--gain-prior history-fix --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora "
                                   "--out benchmarks/results/worlds_history_fix_rivals.json"),
+    "worlds_history_fix_method": ("python benchmarks/bench_worlds.py --families robot,pilots,rivals --worlds 200 "
+                                  "--jobs 2 --gain-prior history-fix-method --strategies q_cvu "
+                                  "--out benchmarks/results/worlds_history_fix_method.json"),
+    "worlds_history_fix_method_rivals": ("python benchmarks/bench_worlds.py --families rivals --worlds 200 --jobs 2 "
+                                         "--gain-prior history-fix-method --strategies q_beta0,pandora "
+                                         "--out benchmarks/results/worlds_history_fix_method_rivals.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -1292,6 +1298,42 @@ def one_fix(data: dict, rivals: dict | None, *defaults: dict | None) -> list[str
     return out + [""]
 
 
+def method_fix(data: dict, rivals: dict | None, one_fix_table: dict, *defaults: dict | None) -> list[str]:
+    """The rule under the one-fix prior with each method's own fix probability, paired by world
+    with the rule under the default prior and under one probability for all (`one_fix_table`);
+    with `rivals`, β = 0 and the index under the same prior against it."""
+    out = ["## One fix per campaign, its probability by method", "",
+           f"`{COMMANDS['worlds_history_fix_method']}` ({_machine(data)})", "",
+           ("`bs.fit_gain_prior(..., fix_probs=DEFAULT_FIX_PROBS, method_fix_concentrations="
+            "DEFAULT_METHOD_FIX_CONCENTRATIONS)` (`--gain-prior history-fix-method`, `bayes-s2r prior --one-fix "
+            "--candidates`) lets each method's candidates have their own probability of being the fix "
+            "(`GainPrior.method_fix_probs`), drawn from a Beta of concentration κ around the common q and "
+            "integrated out of the past campaigns' evidence; κ is chosen by it (∞: one q for all) and each method gets "
+            "its posterior mean. The families below are those where the evidence chose a finite κ; in the others the "
+            "prior is the one-fix prior itself, and so are their campaigns."), "",
+           *_stale(data), *_merged_parts(data["settings"]),
+           ("| family | fix probability by method | q_cvu | − history, 95% | − one q for all, 95% | "
+            "paths changed against one q |"), "|---|---|---|---|---|---|"]
+    for family, summary in data["summary"].items():
+        prior = (data["settings"].get("team_priors") or {}).get(family) or {}
+        own = ", ".join(f"{h} {q:.2f}" for h, q in sorted((prior.get("method_fix_probs") or {}).items()))
+        versus = [_paired_diffs(data, table, family, "q_cvu") for table in (_default_table(family, defaults),
+                                                                              one_fix_table)]
+        out.append(f"| {family} | {own or 'one for all'} | {summary['q_cvu']['net_utility_mean']:.3f} | "
+                   + " | ".join(map(_diff_cell, versus))
+                   + f" | {_paths_changed(data, one_fix_table, family)} of {len(versus[1])} |")
+    if rivals is None:
+        return out + [""]
+    out += ["", (f"β = 0 and the Pandora index under the same prior (`{COMMANDS['worlds_history_fix_method_rivals']}`, "
+                 f"{_machine(rivals)}), each minus the rule, paired by world:"), "",
+            "| family | " + " | ".join(f"{n} − q_cvu" for n in rivals["settings"]["strategies"]) + " |",
+            "|---" * (len(rivals["settings"]["strategies"]) + 1) + "|"]
+    for family in rivals["summary"]:
+        out.append(f"| {family} | " + " | ".join(_diff_cell(_paired_diffs(rivals, data, family, n, b_strategy="q_cvu"))
+                                                 for n in rivals["settings"]["strategies"]) + " |")
+    return out + [""]
+
+
 def team_prior_variants(long: dict, baseline: dict | None, held_out: dict | None) -> list[str]:
     """The rule and its rivals, every strategy under the same prior, where the team prior comes
     from a longer history, or places the starting policies where past campaigns started."""
@@ -1507,6 +1549,8 @@ SECTIONS = [
     Section(("worlds_history_shared_200", "worlds_history_baseline", "worlds_held_out"), team_prior_variants),
     Section(("worlds_history_fix", "worlds_history_fix_rivals", "worlds", "worlds_pilots", "worlds_held_out"),
             one_fix),
+    Section(("worlds_history_fix_method", "worlds_history_fix_method_rivals", "worlds_history_fix", "worlds",
+             "worlds_pilots", "worlds_held_out"), method_fix),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

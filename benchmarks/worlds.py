@@ -65,6 +65,7 @@ import bayes_s2r as bs
 from bayes_s2r.belief.team_prior import (
     DEFAULT_FIX_PROBS,
     DEFAULT_LOCS,
+    DEFAULT_METHOD_FIX_CONCENTRATIONS,
     DEFAULT_METHOD_LOCS,
     DEFAULT_METHOD_SPREADS,
     DEFAULT_SHARED_SCALES,
@@ -294,7 +295,7 @@ def history_methods(family: Family) -> dict[str, str]:
 def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool = False,
                skew: bool = False, method_means: bool = False, method_contrasts: bool = False,
                method_shrinkage: bool = False, shared_levels: bool = False, baseline_level: bool = False,
-               one_fix: bool = False, campaigns: int = 12) -> dict:
+               one_fix: bool = False, method_fix: bool = False, campaigns: int = 12) -> dict:
     """The gain prior a team with `history(family, campaigns)` behind it brings (`bs.fit_gain_prior`);
     with `fit_location` the effects' prior mean is fitted too (over its `DEFAULT_LOCS`), with
     `scale_hierarchy` the upper levels are sized with the candidate level, with `skew` the
@@ -304,7 +305,8 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
     `method_shrinkage` each method's mean shrunk toward one by the evidence, with
     `shared_levels` the levels a campaign's candidates share sized by the evidence, with
     `baseline_level` the starting policies' level fitted to the past starts, with `one_fix` the
-    one-fix structure searched (over `DEFAULT_FIX_PROBS`)."""
+    one-fix structure searched (over `DEFAULT_FIX_PROBS`), with `method_fix` too each method's
+    own fix probability, shrunk toward one (over `DEFAULT_METHOD_FIX_CONCENTRATIONS`)."""
     methods = history_methods(family)
     fit = bs.fit_gain_prior(history(family, campaigns), gain_locs=DEFAULT_LOCS if fit_location else None,
                             scale_hierarchy=scale_hierarchy, candidate_skews=DEFAULT_SKEWS if skew else (0.0,),
@@ -312,7 +314,8 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
                             method_contrasts=method_contrasts,
                             method_spreads=DEFAULT_METHOD_SPREADS if method_shrinkage else None,
                             shared_scales=DEFAULT_SHARED_SCALES if shared_levels else None,
-                            baseline_level=baseline_level, fix_probs=DEFAULT_FIX_PROBS if one_fix else None)
+                            baseline_level=baseline_level, fix_probs=DEFAULT_FIX_PROBS if one_fix or method_fix else None,
+                            method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS if method_fix else None)
     out = {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df}
     if fit_location:
         out["gain_loc"] = fit.prior.gain_loc
@@ -322,8 +325,10 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
         out["method_locs"] = dict(fit.prior.method_locs)
     if baseline_level:
         out.update(baseline_loc=fit.prior.baseline_loc, baseline_scale=fit.prior.baseline_scale)
-    if one_fix:
+    if one_fix or method_fix:
         out.update(fix_prob=fit.prior.fix_prob, fix_loc=fit.prior.fix_loc, fix_scale=fit.prior.fix_scale)
+    if method_fix:
+        out["method_fix_probs"] = dict(fit.prior.method_fix_probs)
     if scale_hierarchy or shared_levels:
         out.update(gain_scale=fit.prior.gain_scale, method_scale=fit.prior.method_scale,
                    group_scale=fit.prior.group_scale)

@@ -46,11 +46,12 @@ Parameterisation (η-scale = logit for `link="logit"`, the J scale for `link="id
   rounds between p's latest evidence and the current round (≥ 1 for p ≠ π_t) and η_mp ~ N(0, 1).
   Old evidence is thus discounted (it cannot pin δ_m tighter than the drift allows), and the
   logit link supplies headroom: the same δ is worth less on the J scale near J = 1.
-* One fix (`fix_prob` = q > 0). A campaign has at most one fix: k ∈ {none, 1..C} with
-  P(k = m) = q and P(none) = 1 − C·q, and the fix's effect replaces its level,
+* One fix (`fix_prob` = q > 0, or `method_fix_probs`). A campaign has at most one fix:
+  k ∈ {none, 1..C} with P(k = m) = q_m (q, or its method's q_h) and P(none) = 1 − Σ_m q_m,
+  and the fix's effect replaces its level,
       δ_m ← φ_m when k = m,   φ_m ~ N(fix_loc, fix_scale²).
   k is summed out of the likelihood: the evidence factors over candidates, so with ℓ_m(x) the
-  log-likelihood of m's cells at effect x it is Σ_m ℓ_m(δ_m) + log(1 − C·q + q·Σ_m
+  log-likelihood of m's cells at effect x it is Σ_m ℓ_m(δ_m) + log(1 − Σ_m q_m + Σ_m q_m·
   exp(ℓ_m(φ_m) − ℓ_m(δ_m))). Each draw then takes its k from its conditional given the rest
   (through a uniform whose posterior is its prior), so the gain draws hold one fix at most.
 * Gains: ΔJ_m = sigmoid(α_0 + δ_m) − sigmoid(α_0)   (identity link: δ_m).
@@ -137,6 +138,10 @@ class GainPrior:
             its hierarchy level (see "One fix" in the module docstring). Unlike a heavy-tailed
             level, a fix found says the others are not fixes, and a candidate that measured
             nothing leaves more room for the others to be it.
+        method_fix_probs: the fix probability of some methods' candidates instead of
+            `fix_prob`, as {method: q} (stored as sorted (method, q) pairs): where fine-tuning
+            usually holds a campaign's fix, its candidates carry more of the fix's probability.
+            The candidates' probabilities must sum below 1.
         fix_loc, fix_scale: the fix's effect φ ~ N(fix_loc, fix_scale²) (link scale).
     """
 
@@ -162,6 +167,7 @@ class GainPrior:
     returns_prior_df: float = 1.0
     returns_prior_sd: float = 0.5
     fix_prob: float = 0.0
+    method_fix_probs: tuple[tuple[str, float], ...] = ()
     fix_loc: float = 3.0
     fix_scale: float = 1.0
 
@@ -182,27 +188,45 @@ class GainPrior:
         if self.candidate_df is not None:
             object.__setattr__(self, "candidate_df", _positive("candidate_df", self.candidate_df))
         object.__setattr__(self, "candidate_skew", require_finite("prior.candidate_skew", self.candidate_skew))
-        object.__setattr__(self, "method_locs", _method_locs(self.method_locs))
+        object.__setattr__(self, "method_locs", _method_values(self.method_locs, "method_locs", "{method name: logits}"))
         fix = require_finite_nonneg("prior.fix_prob", self.fix_prob)
         if fix >= 1.0:
             raise InputError("prior.fix_prob", self.fix_prob, "a probability in [0, 1)")
         object.__setattr__(self, "fix_prob", fix)
+        object.__setattr__(self, "method_fix_probs", _method_values(
+            self.method_fix_probs, "method_fix_probs", "{method name: probability in [0, 1)}", _fix_probability))
         if self.candidate_skew != 0.0 and (self.candidate_df is None or self.candidate_df <= 1.0):
             raise InputError("prior.candidate_skew", self.candidate_skew,
                              f"0 unless candidate_df is a number > 1 (it is {self.candidate_df})")
 
+    @property
+    def has_fix(self) -> bool:
+        """Whether the one-fix structure is on (some candidate may be the fix)."""
+        return self.fix_prob > 0.0 or any(q > 0.0 for _, q in self.method_fix_probs)
 
-def _method_locs(value: Any) -> tuple[tuple[str, float], ...]:
-    """{method: loc} or (method, loc) pairs as sorted pairs (hashable: the prior is static)."""
+    def fix_prob_of(self, method: str | None) -> float:
+        """The prior probability that a candidate of `method` is its campaign's one fix."""
+        return dict(self.method_fix_probs).get(method, self.fix_prob)
+
+
+def _fix_probability(name: str, value: Any) -> float:
+    q = require_finite_nonneg(name, value)
+    if q >= 1.0:
+        raise ValueError
+    return q
+
+
+def _method_values(value: Any, field: str, expected: str, check=require_finite) -> tuple[tuple[str, float], ...]:
+    """{method: value} or (method, value) pairs as sorted pairs (hashable: the prior is static)."""
     pairs = value.items() if isinstance(value, Mapping) else value
     try:
         out = {}
-        for method, loc in pairs:
+        for method, x in pairs:
             if not isinstance(method, str) or not method or method in out:
                 raise TypeError
-            out[method] = require_finite(f"prior.method_locs[{method!r}]", loc)
-    except (TypeError, ValueError):
-        raise InputError("prior.method_locs", value, "{method name: logits}, each method once") from None
+            out[method] = check(f"prior.{field}[{method!r}]", x)
+    except (TypeError, ValueError, InputError):
+        raise InputError(f"prior.{field}", value, f"{expected}, each method once") from None
     return tuple(sorted(out.items()))
 
 
@@ -261,6 +285,8 @@ class GainData(NamedTuple):
     order_diff [P, H] = L_p − L_0. `deployed` (a scalar index, or None): when the candidates
     are alternatives all trained from policy 0 and the deployed policy is candidate `deployed`,
     the gains and `baseline` refer to that candidate's policy (see "Alternatives" above).
+    cand_fix_prob [C]: each candidate's prior probability of being the one fix (None without
+    the one-fix structure).
     Cell arrays [Q] (one per candidate × policy): cell_cand, cell_policy, treated_successes,
     treated_episodes, returns_n, returns_mean, returns_ss. Padded entries have zero episodes
     and zero returns_n.
@@ -286,6 +312,7 @@ class GainData(NamedTuple):
     cand_info: Any = None
     method_offset: Any = None
     deployed: Any = None
+    cand_fix_prob: Any = None
 
 
 def _scale(name: str, value: float, fixed: bool):
@@ -474,10 +501,11 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
         return ll
 
     observed = data.treated_successes is not None
-    mixture = pr.fix_prob > 0.0
+    mixture = pr.has_fix
     if mixture:  # one fix or none: k = 0 none, k = m + 1 candidate m, summed out in the likelihood
         phi = numpyro.sample("fix_effect", dist.Normal(pr.fix_loc, pr.fix_scale).expand([C]).to_event(1))
-        log_k = jnp.concatenate([jnp.log1p(-C * pr.fix_prob)[None], jnp.full(C, math.log(pr.fix_prob))])
+        q = data.cand_fix_prob  # a candidate with q = 0 is never the fix: log 0 = -inf weighs nothing
+        log_k = jnp.concatenate([jnp.log1p(-jnp.sum(q))[None], jnp.log(q)])
         if observed:
             plain = cell_log_lik(cell_effect(delta))
             as_fix = cell_log_lik(cell_effect(phi))

@@ -374,6 +374,29 @@ def test_the_one_fix_section_pairs_the_rule_with_its_default_table_and_puts_the_
     assert f"| a | {lifts[0]} | {lifts[1]} |" in text
 
 
+def test_the_method_fix_section_pairs_the_rule_with_both_priors_and_the_rivals_under_the_same_one():
+    def table(values, paths, priors=None, rivals=None, strategies=("q_cvu",)):
+        rows = [{"family": f, "world": w, "strategy": "q_cvu", "net_utility": v, "path": paths[f][w]}
+                for f, vs in values.items() for w, v in enumerate(vs)]
+        rows += [{"family": f, "world": w, "strategy": s, "net_utility": v, "path": []}
+                 for (f, s), vs in (rivals or {}).items() for w, v in enumerate(vs)]
+        summary = {f: {"q_cvu": {"net_utility_mean": float(np.mean(vs))}} for f, vs in values.items()}
+        settings = {"team_priors": priors or {}, "strategies": list(strategies)}
+        return {"machine": {"cores": 2, "backend": "cpu"}, "settings": settings, "summary": summary, "rows": rows}
+
+    data = table({"a": [0.5, 0.4]}, {"a": [["x"], ["y"]]}, priors={"a": {"method_fix_probs": {"FT": 0.3, "DR": 0.05}}})
+    one_q = table({"a": [0.4, 0.4]}, {"a": [["x"], ["x"]]})
+    default = table({"a": [0.3, 0.5]}, {"a": [["y"], ["y"]]})
+    text = "\n".join(summarize.method_fix(data, None, one_q, default))
+    assert "## One fix per campaign, its probability by method" in text and "history-fix-method" in text
+    cells = [summarize._diff_cell(np.array(x)) for x in ([0.2, -0.1], [0.1, 0.0])]
+    assert f"| a | DR 0.05, FT 0.30 | 0.450 | {cells[0]} | {cells[1]} | 1 of 2 |" in text
+    rivals = table({}, {}, rivals={("a", "pandora"): [0.6, 0.2]}, strategies=("pandora",))
+    rivals["summary"] = {"a": {"pandora": {"net_utility_mean": 0.45}}}
+    text = "\n".join(summarize.method_fix(data, rivals, one_q, default))
+    assert f"| a | {summarize._diff_cell(np.array([0.1, -0.2]))} |" in text
+
+
 def test_the_rollout_margin_section_pairs_each_family_with_the_default_rule_s_table():
     def table(values, paths, **settings):  # {family: [q_cvu net utility per world]}, {family: [path per world]}
         rows = [{"family": f, "world": w, "strategy": "q_cvu", "net_utility": v, "path": paths[f][w]}

@@ -383,10 +383,12 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
     adapt = [c for c in cands if c.role == "adaptation"]
     if not adapt:
         raise InputError("candidates", [c.name for c in cands], "at least one adaptation candidate")
-    if len(adapt) * prior.fix_prob >= 1.0:
-        raise InputError("prior.fix_prob", prior.fix_prob,
-                         f"below 1/{len(adapt)} with {len(adapt)} candidates (at most one is the fix, "
-                         "so candidates × fix_prob must stay below 1)")
+    fix_probs = [prior.fix_prob_of(c.method) for c in adapt]
+    if sum(fix_probs) >= 1.0:
+        field, value = (("prior.method_fix_probs", prior.method_fix_probs) if prior.method_fix_probs
+                        else ("prior.fix_prob", prior.fix_prob))
+        raise InputError(field, value, f"fix probabilities that sum below 1 over the {len(adapt)} candidates "
+                         f"(they sum to {sum(fix_probs):g}; at most one candidate is the fix)")
     names = tuple(c.name for c in adapt)
     alternatives = None if trained_from is None else (trained_from, _alternative_policies(trained_from, lineage, names))
     tally = _tally(iter_records(evidence), {n: i for i, n in enumerate(names)}, roles, objective, alternatives)
@@ -462,6 +464,7 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
         method_offset=jnp.asarray([dict(prior.method_locs).get(h, prior.gain_loc) - prior.gain_loc
                                    for h in method_names], jnp.float32),
         deployed=None if deployed is None else jnp.int32(deployed),
+        cand_fix_prob=jnp.asarray(fix_probs, jnp.float32) if prior.has_fix else None,
     )
     spec = GainSpec(
         num_candidates=len(adapt), num_groups=len(groups), num_methods=len(method_names),

@@ -107,7 +107,8 @@ def _half_normal(rng: np.random.Generator, scale: float, fixed: bool, shape) -> 
     return np.abs(rng.normal(0.0, scale, shape))
 
 
-def _effect_draws(prior: GainPrior, locs: np.ndarray, rng: np.random.Generator, draws: int) -> np.ndarray:
+def _effect_draws(prior: GainPrior, locs: np.ndarray, rng: np.random.Generator, draws: int,
+                  fix_probs: np.ndarray | None = None) -> np.ndarray:
     """[E, N] effects δ on the logit scale drawn from the whole hierarchy of `models/gains.py`."""
     shape = (locs.size, draws)
     delta = np.broadcast_to(locs[:, None], shape).copy()
@@ -120,8 +121,9 @@ def _effect_draws(prior: GainPrior, locs: np.ndarray, rng: np.random.Generator, 
         if prior.candidate_skew:
             delta += prior.candidate_skew * (tau - tau_base * mixing_sd_mean(nu))
     delta = delta + tau * rng.standard_normal(shape)
-    if prior.fix_prob:  # each candidate is its campaign's one fix with probability q
-        fix = rng.random(shape) < prior.fix_prob
+    if prior.has_fix:  # each candidate is its campaign's one fix with its probability q
+        q = np.full(locs.size, prior.fix_prob) if fix_probs is None else fix_probs
+        fix = rng.random(shape) < q[:, None]
         delta = np.where(fix, rng.normal(prior.fix_loc, prior.fix_scale, shape), delta)
     return delta
 
@@ -162,16 +164,18 @@ def check_gain_prior(histories: Iterable[Iterable], prior: GainPrior, *, methods
                                     and all(isinstance(v, str) for v in methods.values())):
         raise InputError("methods", methods, "a mapping {candidate: method name}")
     own = dict(prior.method_locs)
-    if own and methods is None:
-        raise InputError("methods", None, f"each past candidate's method, for prior.method_locs {sorted(own)}")
+    for field, by_method in (("method_locs", own), ("method_fix_probs", dict(prior.method_fix_probs))):
+        if by_method and methods is None:
+            raise InputError("methods", None, f"each past candidate's method, for prior.{field} {sorted(by_method)}")
     counts, names, _ = past_effects(histories)
     locs = np.asarray([own.get((methods or {}).get(name), prior.gain_loc) for name in names])
+    fix_probs = np.asarray([prior.fix_prob_of((methods or {}).get(name)) for name in names])
     st, nt, sc, nc = counts.T
     rng = np.random.default_rng(seed)
     m, sd = control_posterior(sc, nc, prior)   # the control level given its own arm
     alpha = m[:, None] + sd[:, None] * rng.standard_normal((len(names), draws))
     p_c = special.expit(alpha)
-    p_t = special.expit(alpha + _effect_draws(prior, locs, rng, draws))
+    p_t = special.expit(alpha + _effect_draws(prior, locs, rng, draws, fix_probs))
     below = stats.binom.cdf(st[:, None] - 1, nt[:, None], p_t).mean(axis=1)
     at = stats.binom.pmf(st[:, None], nt[:, None], p_t).mean(axis=1)
     pit = below + rng.uniform(size=below.shape) * at

@@ -110,17 +110,27 @@ family it chose q = 0.15 in five of them (one fix among five or six candidates, 
 0.1 in four, 0.05 where a method works for all of its candidates or none, 0.02 where gains are
 many and small and 0 where fixes are moderate and interact. It is not searched by default: `docs/decide.md` ("When at most one candidate is the fix") gives what
 it did to the rule.
+
+`method_fix_concentrations` (e.g. `DEFAULT_METHOD_FIX_CONCENTRATIONS`, with `fix_probs` and
+`methods`) lets the fix follow the method that usually holds it (`GainPrior.method_fix_probs`):
+each method's q is drawn from Beta(κ·q, κ·(1 − q)) around the common q. A campaign's evidence is
+linear in its candidates' q, so the past campaigns' joint evidence is a polynomial in them; it is
+integrated over the methods' q by quasi-Monte Carlo (Sobol points through the Beta quantiles, the
+prior truncated to Σ q < 1 in each campaign), κ is chosen by it with κ = ∞ (one q for all) among
+the options, and each method gets its posterior mean. Maximising each method's q on its own
+instead found DA 0.5 where fine-tuning is usually the fix, from twelve campaigns.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy import special
+from scipy import special, stats
 
 from bayes_s2r.errors import InputError, require_positive
 from bayes_s2r.evidence.records import PairedEval
@@ -157,6 +167,10 @@ DEFAULT_SHARED_SCALES = (0.0, 0.125, 0.25, 0.5, 1.0)
 #: probability that a given candidate is a campaign's one fix (0: none), and the fix's effect
 #: N(fix_loc, fix_scale²) in logits. A q at or above 1/(a past campaign's candidates) is skipped.
 DEFAULT_FIX_PROBS = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
+#: Concentrations κ of each method's q around the common q to search
+#: (`method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS`): with κ = 1 a method's q is
+#: free of the others', with 100 close to the common q.
+DEFAULT_METHOD_FIX_CONCENTRATIONS = (100.0, 30.0, 10.0, 3.0, 1.0)
 DEFAULT_FIX_LOCS = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
 DEFAULT_FIX_SCALES = (0.5, 1.0, 2.0)
 #: Equal-probability nodes of the fix's effect in its evidence.
@@ -200,6 +214,10 @@ class GainPriorFit:
         fix_log_evidence: with `fix_probs`, {(fix_prob, fix_loc, fix_scale): log marginal
             likelihood} with each past campaign's effects taken jointly, at the best candidate
             level for each (q = 0: no fix structure); None otherwise.
+        method_fix_concentration: with `method_fix_concentrations`, the κ chosen (inf: one q
+            for all); None otherwise.
+        method_fix_log_evidence: with `method_fix_concentrations`, the log marginal likelihood
+            at the chosen κ; None otherwise.
     """
 
     prior: GainPrior
@@ -210,6 +228,8 @@ class GainPriorFit:
     shared_scale: float | None = None
     shared_log_evidence: Mapping[tuple[float, float], float] | None = None
     fix_log_evidence: Mapping[tuple[float, float, float], float] | None = None
+    method_fix_concentration: float | None = None
+    method_fix_log_evidence: float | None = None
 
     @property
     def at_grid_edge(self) -> bool:
@@ -229,8 +249,12 @@ class GainPriorFit:
             df += ", one mean for all methods (spread 0 chosen)"
         if self.shared_scale is not None:
             df += f", shared levels x{self.shared_scale:g}"
-        if self.prior.fix_prob:
-            df += (f", one fix with probability {self.prior.fix_prob:g} per candidate, effect "
+        if self.prior.has_fix:
+            q = f"{self.prior.fix_prob:g}"
+            if self.prior.method_fix_probs:
+                q = (", ".join(f"{h} {x:.2g}" for h, x in self.prior.method_fix_probs)
+                     + f" (shrunk, concentration {self.method_fix_concentration:g}; others {q})")
+            df += (f", one fix with probability {q} per candidate, effect "
                    f"{self.prior.fix_loc:g} ± {self.prior.fix_scale:g}")
         elif self.fix_log_evidence is not None:
             df += ", no fix structure (q = 0 chosen)"
@@ -476,6 +500,7 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                    shared_scales: Sequence[float] | None = None,
                    baseline_level: bool = False,
                    fix_probs: Sequence[float] | None = None,
+                   method_fix_concentrations: Sequence[float] | None = None,
                    fix_locs: Sequence[float] = DEFAULT_FIX_LOCS,
                    fix_scales: Sequence[float] = DEFAULT_FIX_SCALES) -> GainPriorFit:
     """Choose the gains model's candidate level (and, when asked, the effects' prior mean) from
@@ -537,6 +562,13 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
             `fix_locs` × `fix_scales`, jointly with the candidate scale and level, each past
             campaign's effects taken jointly with its one fix summed out (module docstring).
             The rest of the prior (means, skew) is chosen first. Not with `shared_scales`.
+        method_fix_concentrations: with `fix_probs` and `methods`, let each method with at
+            least `min_effects_for_loc` past effects have its own q, shrunk toward the common q
+            by the evidence (`GainPrior.method_fix_probs`), so that the fix follows the method
+            that usually holds it: each method's q is drawn from Beta(κ·q, κ·(1 − q)), integrated
+            out of the marginal likelihood, κ is chosen among these (e.g.
+            `DEFAULT_METHOD_FIX_CONCENTRATIONS`) or infinity (one q for all), and each method
+            gets its posterior mean. Other candidates keep the common q.
 
     Returns:
         a `GainPriorFit`; pass `fit.prior` as `fit_gains(..., prior=fit.prior)` or
@@ -577,6 +609,15 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
     else:
         shared = None
     fix_grid = _fix_grid(fix_probs, fix_locs, fix_scales, shared)
+    concentrations = None
+    if method_fix_concentrations is not None:
+        concentrations = _finite_numbers(method_fix_concentrations)
+        if concentrations is None or any(k <= 0 for k in concentrations):
+            raise InputError("method_fix_concentrations", method_fix_concentrations,
+                             "a non-empty sequence of numbers > 0, or None")
+        if fix_grid is None or not isinstance(methods, Mapping):
+            raise InputError("method_fix_concentrations", method_fix_concentrations,
+                             "None unless fix_probs and methods are given")
     if baseline_level:
         histories = past_campaigns(histories)
         arms = start_arms(histories)
@@ -655,23 +696,37 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         base_up = dataclasses.replace(base, gain_scale=base.gain_scale * shared_best,
                                       method_scale=base.method_scale * shared_best,
                                       group_scale=base.group_scale * shared_best)
-    fix, fix_evidence = {}, None
+    fix, fix_evidence, method_fix_evidence, concentration = {}, None, None, None
     versus_normal = out[scale_best, df_best] - max(normals) if normals else float("nan")
     if fix_grid is not None:  # the one-fix structure, with the candidate scale and level, given the rest
-        options = _one_fix_evidence(grid_ll, at_scale, base, scales, [(d, k) for d, k in levels if k == skew_best],
-                                    mean_of, _campaign_groups(campaign_of, names), fix_grid)
+        fixes = _OneFixEvidence(grid_ll, at_scale, base, [(d, k) for d, k in levels if k == skew_best], mean_of,
+                                _campaign_groups(campaign_of, names), fix_grid)
+        options = fixes.common(scales)
         fix_evidence = {key: v for key, (v, _) in options.items()}
         best_fix = max(options, key=fix_evidence.get)
         if best_fix[0] > 0.0:
             scale_best, df_best = options[best_fix][1]
             fix = {"fix_prob": best_fix[0], "fix_loc": best_fix[1], "fix_scale": best_fix[2]}
+        if concentrations is not None:
+            counted = collections.Counter(methods.get(n) for n in names)
+            label = [h if h is not None and counted[h] >= min_effects_for_loc else None
+                     for h in map(methods.get, fixes.names_of(names))]
+            shrunk = fixes.shrunk(options, label, concentrations)
+            key = max(shrunk, key=lambda k: shrunk[k][0])
+            method_fix_evidence, (scale_best, df_best), means = shrunk[key]
+            concentration = key[3]
+            if key[0] > 0.0:
+                fix = {"fix_prob": key[0], "fix_loc": key[1], "fix_scale": key[2],
+                       "method_fix_probs": () if math.isinf(concentration) else
+                       tuple(sorted((h, round(x, 4)) for h, x in means.items()))}
     prior = dataclasses.replace(_hierarchy_at(base, scale_best) if scale_hierarchy else base_up, gain_loc=loc_best,
                                 candidate_scale=scale_best, candidate_df=df_best, candidate_skew=skew_best,
                                 method_locs=method_locs_best, fixed_scales=False, **fix)
     return GainPriorFit(prior=prior, log_evidence=out, effects=len(counts),
                         best_minus_normal=versus_normal, method_spread=spread_best,
                         shared_scale=None if shared is None else shared_best, shared_log_evidence=evidence,
-                        fix_log_evidence=fix_evidence)
+                        fix_log_evidence=fix_evidence, method_fix_concentration=concentration,
+                        method_fix_log_evidence=method_fix_evidence)
 
 
 def _fix_grid(fix_probs, fix_locs, fix_scales, shared) -> list[tuple[float, float, float]] | None:
@@ -691,39 +746,96 @@ def _fix_grid(fix_probs, fix_locs, fix_scales, shared) -> list[tuple[float, floa
     return grid + [(float(q), float(m), float(w)) for q in sorted(set(probs)) if q > 0 for m in locs for w in scales]
 
 
-def _one_fix_evidence(grid_ll, at_scale, base, scales, levels, mean_of, groups, fix_grid) -> dict:
-    """{(q, fix_loc, fix_scale): (Σ_c log[(1 − T_c·q)·Π_e L0_e + q·Σ_k L1_k·Π_{e∉k} L0_e],
-    the (candidate_scale, candidate_df) that maximises it)}: campaign c tried T_c candidates,
-    L0_e is effect e's evidence under the candidate level (at its own mean) and L1_k that of
-    candidate k's effects as the fix, N(fix_loc, fix_scale²); k runs over the candidates c
-    tried (an untried fix leaves Π L0, counted in 1 − T_c·q). A q with T_c·q ≥ 1 in some
-    campaign is left out."""
-    cand_of, campaign_of_cand = groups            # [E] each effect's (campaign, candidate), [K] its campaign
-    tried = np.bincount(campaign_of_cand)         # [campaigns] candidates tried
-    z = special.ndtri(_mid(_FIX_NODES))
-    as_fix = {(m, w): special.logsumexp(_on_grid(grid_ll, np.clip(m + w * z, _DELTA_GRID[0], _DELTA_GRID[-1])),
-                                        axis=1) - math.log(z.size)
-              for _, m, w in fix_grid}            # [E] each
-    out = {}
-    for s in scales:
-        for df, skew in levels:
-            plain = np.empty(len(mean_of))        # [E] each effect's log evidence at its own mean
-            for m in np.unique(mean_of):
-                ix = mean_of == m
-                plain[ix] = _effect_evidence(at_scale[s][ix], base, float(s), df, skew, np.asarray([m]))[:, 0]
-            for q, m, w in fix_grid:
-                if q > 0.0 and tried.max() * q >= 1.0:
+class _OneFixEvidence:
+    """The past campaigns' log evidence under the one-fix structure, Σ_c log[(1 − Σ_{k∈c} q_k)·
+    Π_e L0_e + Σ_{k∈c} q_k·L1_k·Π_{e∉k} L0_e]: campaign c tried the candidates k ∈ c, L0_e is
+    effect e's evidence under the candidate level (at its own mean) and L1_k that of candidate
+    k's effects as the fix, N(fix_loc, fix_scale²); an untried fix leaves Π L0, counted in
+    1 − Σ q_k. A q with Σ_{k∈c} q_k ≥ 1 in some campaign is left out."""
+
+    def __init__(self, grid_ll, at_scale, base, levels, mean_of, groups, fix_grid):
+        self.at_scale, self.base, self.levels, self.mean_of, self.fix_grid = at_scale, base, levels, mean_of, fix_grid
+        self.cand_of, self.campaign_of_cand = groups  # [E] each effect's (campaign, candidate), [K] its campaign
+        z = special.ndtri(_mid(_FIX_NODES))
+        self.as_fix = {(m, w): special.logsumexp(_on_grid(grid_ll, np.clip(m + w * z, _DELTA_GRID[0], _DELTA_GRID[-1])),
+                                                 axis=1) - math.log(z.size)
+                       for _, m, w in fix_grid}  # [E] each
+        self._plain = {}
+
+    def names_of(self, names: Sequence[str]) -> list[str]:
+        """[K] each (campaign, candidate) group's candidate name."""
+        out = [""] * self.campaign_of_cand.size
+        for e, k in enumerate(self.cand_of):
+            out[k] = names[e]
+        return out
+
+    def plain(self, s, df, skew) -> np.ndarray:
+        """[E] each effect's log evidence at its own mean under the level."""
+        if (s, df, skew) not in self._plain:
+            out = np.empty(len(self.mean_of))
+            for m in np.unique(self.mean_of):
+                ix = self.mean_of == m
+                out[ix] = _effect_evidence(self.at_scale[s][ix], self.base, float(s), df, skew, np.asarray([m]))[:, 0]
+            self._plain[s, df, skew] = out
+        return self._plain[s, df, skew]
+
+    def common(self, scales) -> dict:
+        """{(q, fix_loc, fix_scale): (log evidence with every candidate's q the same, the
+        (candidate_scale, candidate_df) that maximises it)}."""
+        out, ones = {}, np.ones((1, self.campaign_of_cand.size))
+        for s in scales:
+            for df, skew in self.levels:
+                plain = self.plain(s, df, skew)
+                for q, m, w in self.fix_grid:
+                    total = float(self.totals(plain, (m, w), q * ones)[0])
+                    if np.isfinite(total) and total > out.get((q, m, w), (-np.inf,))[0]:
+                        out[q, m, w] = (total, (float(s), df))
+        return out
+
+    def totals(self, plain: np.ndarray, fix_key, q: np.ndarray) -> np.ndarray:
+        """[S] the log evidence for each row of q ([S, K]); −inf where a campaign's q sum to 1 or more."""
+        n = self.campaign_of_cand.max() + 1
+        onto = np.eye(n)[self.campaign_of_cand]       # [K, campaigns]
+        none = 1.0 - q @ onto
+        lift = np.zeros(self.campaign_of_cand.size)
+        np.add.at(lift, self.cand_of, self.as_fix[fix_key] - plain)
+        top = np.zeros(n)
+        np.maximum.at(top, self.campaign_of_cand, lift)
+        inner = (q * np.exp(lift - top[self.campaign_of_cand])) @ onto
+        with np.errstate(invalid="ignore", divide="ignore"):
+            each = np.log(np.maximum(none, 0.0) * np.exp(-top) + inner) + top
+        return np.where((none > 0.0).all(axis=1), plain.sum() + each.sum(axis=1), -np.inf)
+
+    def shrunk(self, common: dict, label: Sequence, concentrations: Sequence[float], draws: int = 2048,
+               best: int = 8):
+        """Each labelled method's q drawn from Beta(κ·q, κ·(1 − q)) around the common q and
+        integrated out (quasi-Monte Carlo over `draws` points), for the `best` common options:
+        {(q, fix_loc, fix_scale, κ): (log evidence, (candidate_scale, candidate_df), {method:
+        posterior mean of its q})}; κ = inf is the common q itself."""
+        label = np.asarray(label, dtype=object)
+        methods = sorted({h for h in label if h is not None})
+        u = stats.qmc.Sobol(max(len(methods), 1), scramble=True, seed=0).random(draws)  # [S, methods]
+        column = np.asarray([methods.index(h) if h is not None else -1 for h in label])
+        out = {}
+        ranked = sorted(common, key=lambda key: common[key][0], reverse=True)
+        for rank, (q, m, w) in enumerate(ranked):
+            value, (s, df) = common[q, m, w]
+            out[q, m, w, math.inf] = (value, (s, df), dict.fromkeys(methods, q))
+            if q == 0.0 or not methods or rank >= best:
+                continue
+            plain = self.plain(s, df, self.levels[0][1])
+            for kappa in concentrations:
+                own = special.betaincinv(kappa * q, kappa * (1.0 - q), u)       # [S, methods]
+                full = np.where(column >= 0, own[:, np.maximum(column, 0)], q)   # [S, K]
+                t = self.totals(plain, (m, w), full)
+                top = t.max()
+                if not np.isfinite(top):
                     continue
-                lift = np.zeros(len(campaign_of_cand))   # [K] log L1_k − log Π_{e∈k} L0_e
-                np.add.at(lift, cand_of, as_fix[m, w] - plain)
-                top = np.zeros(tried.size)
-                np.maximum.at(top, campaign_of_cand, lift)
-                inner = np.zeros(tried.size)
-                np.add.at(inner, campaign_of_cand, np.exp(lift - top[campaign_of_cand]))
-                total = float(plain.sum() + (np.log((1.0 - tried * q) * np.exp(-top) + q * inner) + top).sum())
-                if total > out.get((q, m, w), (-np.inf,))[0]:
-                    out[q, m, w] = (total, (float(s), df))
-    return out
+                weight = np.exp(t - top)  # the prior is truncated to Σ q < 1 in every campaign
+                evidence = float(top + np.log(weight[np.isfinite(t)].mean()))
+                means = dict(zip(methods, (weight @ own / weight.sum()).tolist(), strict=True))
+                out[q, m, w, float(kappa)] = (evidence, (s, df), means)
+        return out
 
 
 def _campaign_groups(campaign_of: np.ndarray, method_of: Sequence) -> tuple[np.ndarray, np.ndarray]:

@@ -312,10 +312,11 @@ def _pilot_gradient(ro: RolloutArrays, shape: ReservationShape | None, w: _Walk,
 
 
 def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, shape: ReservationShape | None, walk: _Walk,
-                      noise, opens, *, utility: Utility, pilots: bool = False):
+                      noise, opens, decisions=None, *, utility: Utility, pilots: bool = False):
     """The index policy's return in one scenario, and its first action (the candidate it runs
     or pays for, −1: the stop): `noise` [H] standard normals, one per decision; `opens` [Mb]
-    whether each probe would open its gate in this scenario. A
+    whether each probe would open its gate in this scenario; `decisions` (≤ H, may be traced;
+    default H) how many decisions it makes. A
     candidate's reservation value and kept gain are those of its believed mean and sd with
     `shape`'s standardized draws (the posterior's shape now), or of a Gaussian (`shape` None).
 
@@ -371,22 +372,38 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, shape: Rese
             gated=w.gated & ~(tried & probing), alive=go,
             value=w.value + jnp.where(go, jnp.where(keep, g, 0.0) - price[spent], 0.0)), jnp.where(go, spent, -1)
 
-    left = jnp.arange(noise.shape[0], 0, -1)
-    walk, actions = jax.lax.scan(step, walk, (noise, left))
-    return walk.value, actions[0]
+    decisions = noise.shape[0] if decisions is None else decisions
+
+    def one(i, carry):
+        w, first = carry
+        w, action = step(w, (noise[i], decisions - i))
+        return w, jnp.where(i == 0, action, first)
+
+    # a traced number of decisions is a loop of that length: one program for every horizon
+    walk, first = jax.lax.fori_loop(0, decisions, one, (walk, jnp.int32(-1)))
+    return walk.value, first
 
 
-def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_ess, *, num_outcomes: int,
-             batch: int, horizon: int, rule, n_cap: int, utility: Utility, pilots: bool, index_shape: bool):
+def _horizon_bucket(horizon: int) -> int:
+    """The decisions a rollout program has room for: 4, or the power of two at or above `horizon`."""
+    return max(4, 1 << (horizon - 1).bit_length())
+
+
+def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_ess, horizon, *, num_outcomes: int,
+             batch: int, room: int, rule, n_cap: int, utility: Utility, pilots: bool, index_shape: bool):
     num_draws, mb = arr.gains.shape
     idx, eps_all, u_all = outcome_plan(rng_key, num_draws, num_outcomes)
-    noise_all = jax.random.normal(jax.random.fold_in(rng_key, 3), (num_outcomes, max(horizon, 1)))[:, :horizon]
+    # scenario k's noise is what a [num_outcomes, horizon] draw puts in its row k (its elements
+    # k·horizon + j of a flat draw, with counter-based keys), padded to `room` decisions
+    flat = jax.random.normal(jax.random.fold_in(rng_key, 3), ((num_outcomes + 1) * room,))
+    noise_all = jax.vmap(lambda k: jax.lax.dynamic_slice(flat, (k * horizon,), (room,)))(jnp.arange(num_outcomes))
     moments = draw_moments(arr, n_cap)
     dev = moments.gain_dev
     rhs = jnp.concatenate([dev, dev**2, jnp.ones((num_draws, 1), dev.dtype)], axis=1)
     rows = jnp.arange(mb)
     shape = reservation_shape(arr.gains) if index_shape else None
-    walk_value = functools.partial(base_policy_value, rule, ro, arr, shape, utility=utility, pilots=pilots)
+    walk_value = functools.partial(base_policy_value, rule, ro, arr, shape, decisions=horizon, utility=utility,
+                                   pilots=pilots)
     # the draws' covariance of the gains; after a first step, its correlations with the
     # updated variances (the importance weights give each next state's variances only)
     cov0 = dev.T @ dev / num_draws
@@ -439,14 +456,14 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
     # candidate's V against that choice's (against 0 for the stop)
     now = _Walk(j=j_now, theta=arr.gains[0], mean=moments.gain_mean, cov=cov0, budget=ro.budget, avail=ro.base_ok,
                 gated=ro.gated, alive=jnp.bool_(True), value=jnp.float32(0.0))
-    _, base = walk_value(now, jnp.zeros(horizon + 1), ro.opens[0])
+    _, base = walk_value(now, jnp.zeros(room + 1), ro.opens[0], decisions=horizon + 1)
     versus = v - jnp.where(base >= 0, v[:, jnp.maximum(base, 0)], 0.0)[:, None]
     se_base = versus.std(0, ddof=1) / math.sqrt(num_outcomes)
     se_alone = v.std(0, ddof=1) / math.sqrt(num_outcomes)
     return cvu, se, ess.mean(0), ess.min(0), collapsed.mean(0), v_null.mean(), base, se_base, se_alone
 
 
-_rollout_jit = LazyJit(_rollout, static_argnames=("num_outcomes", "batch", "horizon", "rule", "n_cap", "utility",
+_rollout_jit = LazyJit(_rollout, static_argnames=("num_outcomes", "batch", "room", "rule", "n_cap", "utility",
                                                      "pilots", "index_shape"))
 
 
@@ -463,8 +480,8 @@ def rollout_lookahead(problem: Problem, candidates: tuple[Candidate, ...], budge
     ro = rollout_arrays(problem, candidates, budget, weights, reference, risk, config, mb)
     batch = chunk_outcomes(config.cvu_samples, mb, num_draws, config.chunk_bytes)
     out = _rollout_jit(jax.random.key(config.seed), arr, ro, jnp.float32(problem.j_now),
-                       jnp.float32(config.collapse_ess), num_outcomes=config.cvu_samples, batch=batch,
-                       horizon=config.horizon, rule=rule, n_cap=binomial_cap(problem),
+                       jnp.float32(config.collapse_ess), jnp.int32(config.horizon), num_outcomes=config.cvu_samples,
+                       batch=batch, room=_horizon_bucket(config.horizon), rule=rule, n_cap=binomial_cap(problem),
                        utility=config.functional, pilots=ro.has_pilots, index_shape=config.base_index == "draws")
     base = int(out[6])
     cvu, se, ess, ess_min, col, v_null, se_base, se_alone = (np.asarray(x, dtype=np.float64) for x in out[:6] + out[7:])

@@ -4,6 +4,7 @@ draws; and `fit_gain_prior`'s evidence for it against Monte-Carlo integration an
 simulated with and without one fix per campaign."""
 
 import dataclasses
+import json
 
 import jax
 import numpy as np
@@ -14,7 +15,7 @@ from scipy import special, stats
 import bayes_s2r as bs
 from bayes_s2r import GainPrior, InputError, PairedEval, fit_gain_prior
 from bayes_s2r.belief.data import prepare_gains
-from bayes_s2r.belief.team_prior import DEFAULT_FIX_PROBS
+from bayes_s2r.belief.team_prior import DEFAULT_FIX_PROBS, DEFAULT_METHOD_FIX_CONCENTRATIONS
 from bayes_s2r.models.gains import gains_model
 
 # two candidates, each N(0, 1) around the current policy unless it is the fix, N(3, 1)
@@ -89,21 +90,26 @@ def test_svi_carries_the_fix_too():
         assert g == pytest.approx(gains[m], abs=0.03), m
 
 
-def test_prior_draws_hold_one_fix_at_most_with_probability_q_each():
-    template = prepare_gains([], _candidates("abc"), prior=dataclasses.replace(PRIOR, fix_prob=0.2))
+@pytest.mark.parametrize("by_method, expected", [({}, [0.4, 0.2, 0.2, 0.2]),
+                                                 ({"FT": 0.35, "SI": 0.0}, [0.45, 0.0, 0.35, 0.2])])
+def test_prior_draws_hold_one_fix_at_most_with_probability_q_each(by_method, expected):
+    # a of method SI, b of FT, c without a method (the common q)
+    cands = [bs.Candidate(n, "adaptation", "data", method=h) for n, h in zip("abc", ("SI", "FT", None))]
+    prior = dataclasses.replace(PRIOR, fix_prob=0.2, method_fix_probs=by_method)
+    template = prepare_gains([], cands, prior=prior)
     data = template.data._replace(treated_successes=None, control_successes=None, cand_est=None, cand_info=None)
     pred = Predictive(lambda d: gains_model(d, template.spec), num_samples=20_000, return_sites=["fix", "gain"])
     out = jax.device_get(jax.jit(pred)(jax.random.key(0), data))
     k = np.asarray(out["fix"])
     freq = np.bincount(k, minlength=4) / k.size
-    np.testing.assert_allclose(freq, [0.4, 0.2, 0.2, 0.2], atol=0.015)
+    np.testing.assert_allclose(freq, expected, atol=0.015)
     gain = np.asarray(out["gain"])
     # a fix's gain moves the policy's level α ~ N(0, 1.5²) by φ ~ N(3, 1); the others' by N(0, 1)
     rng = np.random.default_rng(0)
     alpha = rng.normal(0.0, 1.5, 200_000)
-    for shift, chosen in ((rng.normal(3.0, 1.0, alpha.size), k == 1), (rng.normal(0.0, 1.0, alpha.size), k != 1)):
+    for shift, chosen in ((rng.normal(3.0, 1.0, alpha.size), k == 2), (rng.normal(0.0, 1.0, alpha.size), k != 2)):
         expected = np.mean(special.expit(alpha + shift) - special.expit(alpha))
-        assert gain[chosen, 0].mean() == pytest.approx(expected, abs=0.01)
+        assert gain[chosen, 1].mean() == pytest.approx(expected, abs=0.01)  # b's
 
 
 def test_a_fix_probability_the_candidates_cannot_hold_is_refused_by_name():
@@ -113,19 +119,26 @@ def test_a_fix_probability_the_candidates_cannot_hold_is_refused_by_name():
         GainPrior(fix_prob=-0.1)
     with pytest.raises(InputError, match="prior.fix_scale"):
         GainPrior(fix_prob=0.1, fix_scale=0.0)
-    with pytest.raises(InputError, match=r"prior.fix_prob.*below 1/4"):
+    with pytest.raises(InputError, match=r"prior.fix_prob.*sum below 1 over the 4 candidates"):
         prepare_gains([], _candidates("abcd"), prior=dataclasses.replace(PRIOR, fix_prob=0.25))
+    with pytest.raises(InputError, match="prior.method_fix_probs"):
+        GainPrior(method_fix_probs={"FT": 1.0})
+    with pytest.raises(InputError, match="prior.method_fix_probs"):
+        GainPrior(method_fix_probs={"FT": "0.5"})
+    ft = [bs.Candidate(n, "adaptation", "data", method="FT") for n in "ab"]
+    with pytest.raises(InputError, match=r"prior.method_fix_probs.*they sum to 1"):
+        prepare_gains([], ft, prior=dataclasses.replace(PRIOR, fix_prob=0.1, method_fix_probs={"FT": 0.5}))
 
 
 # ---- fit_gain_prior ----------------------------------------------------------------------------
 
-def _one_fix_history(rng, campaigns: int, *, fix_chance: float, names="abcde", fix_lift=4.0):
+def _one_fix_history(rng, campaigns: int, *, fix_chance: float, names="abcde", fix_lift=4.0, fix_at=None):
     """Past campaigns of five candidates near 0.3 logits where, with `fix_chance`, one of them
-    (at random) is a fix of `fix_lift` logits."""
+    (at random, or the one at index `fix_at`) is a fix of `fix_lift` logits."""
     past = []
     for _ in range(campaigns):
         alpha = rng.normal(-1.0, 1.0)
-        fix = rng.integers(len(names)) if rng.random() < fix_chance else -1
+        fix = (rng.integers(len(names)) if fix_at is None else fix_at) if rng.random() < fix_chance else -1
         lift = 0.3 + 0.3 * rng.normal(size=len(names))
         if fix >= 0:
             lift[fix] = fix_lift + 0.5 * rng.normal()
@@ -171,10 +184,103 @@ def test_one_fix_per_campaign_is_recognised_and_no_fix_is_not():
     assert plain.prior.fix_prob == 0.0 and plain.fix_log_evidence is None
 
 
+def test_the_fix_follows_the_method_that_usually_holds_it():
+    """Past campaigns whose fix, when there is one (60%), is always the fine-tuning: FT's own q
+    is found well above the others', with more evidence than one q for all."""
+    methods = {"a": "DR", "b": "DR", "c": "SI", "d": "DA", "e": "FT"}
+    past = _one_fix_history(np.random.default_rng(7), 30, fix_chance=0.6, fix_at=4)
+    fit = fit_gain_prior(past, candidate_scales=[0.25, 0.5, 1.0, 2.0], candidate_dfs=[2.0, None], methods=methods,
+                         fix_probs=DEFAULT_FIX_PROBS, method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS)
+    own = dict(fit.prior.method_fix_probs)
+    assert set(own) == {"DR", "SI", "DA", "FT"} and np.isfinite(fit.method_fix_concentration)
+    assert own["FT"] >= 0.4 and max(own["DR"], own["SI"], own["DA"]) <= 0.05
+    assert fit.method_fix_log_evidence > max(fit.fix_log_evidence.values()) + 2.0
+    assert "FT 0." in fit.text()
+    # the belief fitted with it gives each candidate its method's q
+    cands = [bs.Candidate(n, "adaptation", "data", method=h) for n, h in methods.items()]
+    data = prepare_gains([], cands, prior=fit.prior).data
+    np.testing.assert_allclose(np.asarray(data.cand_fix_prob), [own[h] for h in methods.values()], rtol=1e-6)
+    # where the fix is any candidate, one q for all is kept
+    spread = fit_gain_prior(_one_fix_history(np.random.default_rng(5), 30, fix_chance=0.8), methods=methods,
+                            candidate_scales=[0.25, 0.5, 1.0, 2.0], candidate_dfs=[2.0, None], fix_probs=DEFAULT_FIX_PROBS,
+                            method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS)
+    assert spread.method_fix_concentration == np.inf and spread.prior.method_fix_probs == ()
+
+
+def _beta_moment(q, kappa, n):
+    a, b = kappa * q, kappa * (1 - q)
+    return np.prod([(a + i) / (a + b + i) for i in range(n)])
+
+
+def test_the_methods_fix_evidence_matches_beta_moments():
+    """Two past campaigns of a (DR) and b (FT), q of each method ~ Beta(κq, κ(1 − q)): each
+    campaign's evidence is linear in (q_a, q_b), so the integral over them is a sum of Beta
+    moments times the effects' evidence as the fix or not, each by Monte Carlo."""
+    campaigns = [[PairedEval("a", 44, 48, 10, 48), PairedEval("b", 12, 48, 10, 48)],
+                 [PairedEval("a", 40, 48, 12, 48), PairedEval("b", 14, 48, 12, 48)]]
+    q, kappa, loc, sd, scale = 0.1, 10.0, 3.0, 1.0, 0.5
+    fit = fit_gain_prior(campaigns, candidate_scales=[scale], candidate_dfs=[None], fix_probs=[q], fix_locs=[loc],
+                         fix_scales=[sd], methods={"a": "DR", "b": "FT"}, method_fix_concentrations=[kappa],
+                         min_effects_for_loc=1)
+    assert fit.method_fix_concentration == kappa  # a was the fix twice: DR's own q earns its place
+    rng = np.random.default_rng(0)
+    n = 1_000_000
+    terms = []  # per campaign (A, B, C): evidence A + B·q_a + C·q_b
+    for campaign in campaigns:
+        like = {}
+        for m, e in zip("ab", campaign):
+            alpha = rng.normal(0.0, 1.5, size=n)
+            level = 0.3 + scale * np.abs(rng.normal(size=n)) * rng.normal(size=n)
+            control = stats.binom.pmf(e.successes_control, 48, special.expit(alpha))
+            for f, x in ((0, level), (1, rng.normal(loc, sd, size=n))):
+                like[m, f] = np.mean(stats.binom.pmf(e.successes_treated, 48, special.expit(alpha + x)) * control)
+        base = like["a", 0] * like["b", 0]
+        terms.append((base, like["a", 1] * like["b", 0] - base, like["a", 0] * like["b", 1] - base))
+    (a1, b1, c1), (a2, b2, c2) = terms
+    m1, m2, m3 = (_beta_moment(q, kappa, k) for k in (1, 2, 3))
+    evidence = a1 * a2 + (a1 * b2 + a2 * b1 + a1 * c2 + a2 * c1) * m1 + (b1 * b2 + c1 * c2) * m2 + (b1 * c2 + c1 * b2) * m1**2
+    assert fit.method_fix_log_evidence == pytest.approx(np.log(evidence), abs=0.03)
+    # DR's posterior mean: E[q_a · f1 · f2] / E[f1 · f2]
+    q_a = (a1 * a2 * m1 + (a1 * b2 + a2 * b1) * m2 + (a1 * c2 + a2 * c1) * m1**2 + b1 * b2 * m3
+           + c1 * c2 * m1 * m2 + (b1 * c2 + c1 * b2) * m2 * m1) / evidence
+    assert dict(fit.prior.method_fix_probs)["DR"] == pytest.approx(q_a, rel=0.03)
+
+
 @pytest.mark.parametrize("kwargs, field", [({"fix_probs": [1.0]}, "fix_probs"), ({"fix_probs": []}, "fix_probs"),
+                                           ({"method_fix_concentrations": [10.0]}, "method_fix_concentrations"),
+                                           ({"fix_probs": [0.1], "method_fix_concentrations": [0.0],
+                                             "methods": {"a": "DR"}}, "method_fix_concentrations"),
                                            ({"fix_probs": [0.1], "fix_scales": [0.0]}, "fix_scales"),
                                            ({"fix_probs": [0.1], "fix_locs": []}, "fix_locs"),
                                            ({"fix_probs": [0.1], "shared_scales": [0.5]}, "fix_probs")])
 def test_bad_fix_settings_are_refused_by_name(kwargs, field):
     with pytest.raises(InputError, match=field):
         fit_gain_prior([[PairedEval("a", 30, 48, 20, 48)]], **kwargs)
+
+
+def test_the_prior_command_gives_each_method_its_fix_probability(tmp_path):
+    """`bayes-s2r prior --one-fix --candidates`: past ledgers whose fix, when there is one, is the
+    fine-tuning; the written prior holds FT's own fix probability and reaches the fit."""
+    from typer.testing import CliRunner
+
+    from bayes_s2r.cli import app
+    from bayes_s2r.cli_decide import _read_prior
+    from bayes_s2r.evidence.ledger import Ledger
+
+    methods = {"a": "DR", "b": "DR", "c": "SI", "d": "DA", "e": "FT"}
+    toml = tmp_path / "candidates.toml"
+    toml.write_text("".join(f'[[candidate]]\nname = "{n}"\nrole = "adaptation"\nlens = "data"\nmethod = "{h}"\n\n'
+                            for n, h in methods.items()))
+    past = []
+    for i, campaign in enumerate(_one_fix_history(np.random.default_rng(7), 30, fix_chance=0.6, fix_at=4)):
+        path = tmp_path / f"past{i}.sqlite"
+        with Ledger(path) as ledger:
+            ledger.add_many(campaign)
+        past.append(str(path))
+    out = tmp_path / "prior.json"
+    result = CliRunner().invoke(app, ["prior", *past, "--one-fix", "--candidates", str(toml), "--json", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    own = dict(printed["prior"]["method_fix_probs"])
+    assert printed["method_fix_concentration"] > 0 and own["FT"] > 3 * max(own["DR"], own["SI"], own["DA"])
+    assert dict(_read_prior(out).method_fix_probs) == own
