@@ -23,14 +23,14 @@ def _property(examples: int):
                     suppress_health_check=list(HealthCheck))
 
 
-@_property(300)
+@_property(150)
 @given(belief=fz.beliefs(), candidates=fz.candidate_lists(), budget=fz.budgets(), weights=fz.weight_sets(),
        risk=fz.risks, options=fz.decide_options())
 def test_decide_refuses_naming_a_field_or_answers_validly(belief, candidates, budget, weights, risk, options):
     fz.check_decide(belief, candidates, budget, weights, risk, options)
 
 
-@_property(200)  # an accepted input runs a short SVI fit
+@_property(100)  # an accepted input runs a short SVI fit
 @given(evidence=fz.evidence_lists(), candidates=fz.fit_candidate_lists(), options=fz.fit_options())
 def test_fit_gains_refuses_naming_a_field_or_gives_gains_in_range(evidence, candidates, options):
     fz.check_fit(evidence, candidates, options)

@@ -2,12 +2,15 @@
 shape, and safety probes valued by the feasibility they open."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import bayes_s2r as bs
 from bayes_s2r.decision import rollout
-from bayes_s2r.decision.index import gaussian_reservation, reservation_values
+from bayes_s2r.decision.index import gaussian_reservation, reservation_shape, reservation_values
+from bayes_s2r.decision.lookahead import lookahead_arrays
+from bayes_s2r.decision.problem import build_problem
 from bayes_s2r.decision.utility import positive_part
 
 MU = np.array([0.05, 0.0, 0.1])
@@ -15,11 +18,18 @@ SD = np.array([0.1, 0.2, 0.01])
 COST = np.array([0.02, 0.05, 0.01])
 
 
-def _independent(num_draws=20_000):
+def _independent(num_draws=4000):
     names = ["a", "b", "c"]
     belief = bs.GainBelief.from_gaussian(names, MU, SD, num_draws=num_draws, seed=3)
     cands = [bs.Candidate(n, "adaptation", "data", cost=bs.Cost(eng=float(c))) for n, c in zip(names, COST)]
     return belief, cands
+
+
+# One small rollout shared by the tests below that need a rollout but no particular size: its
+# program (draws, outcomes, horizon and rule are static) compiles once per base index.
+SMALL_DRAWS = 400
+SMALL = {"utility": "adopt", "continuation": "rollout", "horizon": 2, "cvu_samples": 16, "current_J": 0.4,
+         "transition": bs.AlternativesTransition()}
 
 
 def test_base_policy_value_matches_the_closed_form():
@@ -30,7 +40,7 @@ def test_base_policy_value_matches_the_closed_form():
     belief, cands = _independent()
     d = bs.decide(belief, cands, bs.Budget(1, 1, 1), bs.ResourceWeights(real=0, compute=0, eng=1.0),
                   utility="adopt", continuation="rollout", horizon=1, cvu_samples=4096, seed=5,
-                  transition=bs.NoTransition(), current_J=0.5)
+                  transition=bs.NoTransition(), current_J=0.5, bucket=4)
     kept = np.asarray(positive_part(MU, SD)) - COST
     first = int(np.argmax(kept))
     assert first != int(np.argmax(np.asarray(gaussian_reservation(MU, SD, COST))))
@@ -43,10 +53,9 @@ def test_base_policy_value_matches_the_closed_form():
 def test_a_choice_within_the_noise_of_the_base_policys_defers_to_it(base_index):
     """Fortified rollout: with a margin no estimate clears, the rule makes the base policy's own
     choice; with none, argmax Q (or the stop); the margin never changes the scores."""
-    belief, cands = _independent(num_draws=2000)
+    belief, cands = _independent(num_draws=SMALL_DRAWS)
     w = bs.ResourceWeights(real=0, compute=0, eng=1.0)
-    kw = {"utility": "adopt", "continuation": "rollout", "horizon": 2, "cvu_samples": 64, "seed": 1,
-          "current_J": 0.4, "transition": bs.AlternativesTransition(), "base_index": base_index}
+    kw = {**SMALL, "seed": 1, "base_index": base_index}
     plain = bs.decide(belief, cands, bs.Budget(1, 1, 1), w, rollout_margin=0.0, **kw)
     sure = bs.decide(belief, cands, bs.Budget(1, 1, 1), w, rollout_margin=1e9, **kw)
     q = plain.table["Q"]
@@ -61,27 +70,66 @@ def test_a_choice_within_the_noise_of_the_base_policys_defers_to_it(base_index):
     np.testing.assert_array_equal(sure.table["Q"], plain.table["Q"])
 
 
+def _walk_from_draws(belief, cands, budget, weights, base_index, rule):
+    """The base policy's walk through the decisions left (the rollout's scan, every step of
+    it) in the world of one posterior draw, picked by a key; returns (f, arrays) with
+    f(arrays, key) -> (its return, its first action)."""
+    cfg = bs.DecideConfig.make(utility="adopt", continuation="rollout", horizon=SMALL["horizon"], cvu_samples=4,
+                               base_index=base_index)
+    cands = tuple(cands)
+    prob = build_problem(belief, cands, budget, weights, risk=None, config=cfg, reference=None,
+                         current_J=SMALL["current_J"], done=())
+    arr = lookahead_arrays(prob, cfg.bucket)
+    ro = rollout.rollout_arrays(prob, cands, budget, weights, None, None, cfg, arr.gains.shape[1])
+    pilots = ro.has_pilots
+
+    def walk(arrays, key):
+        arr, ro = arrays
+        shape = reservation_shape(arr.gains) if base_index == "draws" else None
+        mean = arr.gains.mean(0)
+        dev = arr.gains - mean
+        theta = arr.gains[jax.random.randint(key, (), 0, arr.gains.shape[0])]
+        start = rollout._Walk(j=jnp.float32(SMALL["current_J"]), theta=theta, mean=mean,
+                              cov=dev.T @ dev / arr.gains.shape[0], budget=ro.budget, avail=ro.base_ok,
+                              gated=ro.gated, alive=jnp.bool_(True), value=jnp.float32(0.0))
+        noise = jax.random.normal(jax.random.fold_in(key, 1), (cfg.horizon,))
+        return rollout.base_policy_value(rule, ro, arr, shape, start, noise, ro.opens[0], utility=cfg.functional,
+                                         pilots=pilots)
+
+    return walk, (arr, ro)
+
+
 @pytest.mark.parametrize("base_index", ["gaussian", "draws"])
 def test_rollout_is_the_same_jitted_and_not(base_index):
-    belief, cands = _independent(num_draws=400)
-    kw = {"utility": "adopt", "continuation": "rollout", "horizon": 2, "cvu_samples": 16, "seed": 1, "current_J": 0.4,
-          "base_index": base_index}
-    w = bs.ResourceWeights(real=0, compute=0, eng=1.0)
-    jitted = bs.decide(belief, cands, bs.Budget(1, 1, 1), w, **kw).table
+    """The base policy's walk, the rollout's own scan, gives the same return and first action
+    jitted and eagerly. An eager `decide` repeats every step in each of the rollout's batched
+    contexts, one compile per operation and shape; the outcome simulation and importance
+    weights it walks from are the one-step look-ahead's, compared without jit in test_lookahead."""
+    belief, cands = _independent(num_draws=SMALL_DRAWS)
+    walk, arrays = _walk_from_draws(belief, cands, bs.Budget(1, 1, 1), bs.ResourceWeights(real=0, compute=0, eng=1.0),
+                                    base_index, SMALL["transition"])
+    keys = [jax.random.key(i) for i in range(3)]
+    jitted_walk = jax.jit(walk)
+    jitted = [jitted_walk(arrays, k) for k in keys]
     with jax.disable_jit():
-        eager = bs.decide(belief, cands, bs.Budget(1, 1, 1), w, **kw).table
-    np.testing.assert_allclose(jitted["CVU"], eager["CVU"], atol=1e-5)
-    assert np.abs(jitted["CVU"]).max() > 1e-4
+        eager = [walk(arrays, k) for k in keys]
+    for (v_jit, a_jit), (v_eager, a_eager) in zip(jitted, eager):
+        assert float(v_eager) == pytest.approx(float(v_jit), abs=1e-5)
+        assert int(a_eager) == int(a_jit)
+    values = np.array([float(v) for v, _ in jitted])
+    assert np.abs(values).max() > 1e-3 and np.ptp(values) > 1e-3  # the walks try and keep something
 
 
 def test_rollout_compiles_once_per_shape():
-    belief, cands = _independent(num_draws=1000)
+    belief, cands = _independent(num_draws=SMALL_DRAWS)
     w = bs.ResourceWeights(real=0, compute=0, eng=1.0)
-    kw = {"continuation": "rollout", "horizon": 3, "cvu_samples": 64}
-    bs.decide(belief, cands, bs.Budget(1, 1, 1), w, seed=0, **kw)
+    bs.decide(belief, cands, bs.Budget(1, 1, 1), w, seed=0, **SMALL)
     size = rollout._rollout_jit._cache_size()
     for seed, budget in [(1, bs.Budget(1, 1, 0.9)), (2, bs.Budget(1, 0.5, 0.5))]:
-        bs.decide(belief, cands, budget, w, seed=seed, current_J=0.3, **kw)
+        bs.decide(belief, cands, budget, w, seed=seed, **{**SMALL, "current_J": 0.3})
+    # the decisions left are a loop bound, not a shape: a campaign's rounds share one program
+    for horizon in (1, 3, 4):
+        bs.decide(belief, cands, bs.Budget(1, 1, 1), w, seed=0, **{**SMALL, "horizon": horizon})
     assert rollout._rollout_jit._cache_size() == size
 
 
@@ -173,8 +221,9 @@ def test_the_base_policy_pilots_when_only_one_try_is_affordable(base_index):
     first, where trying blind is worth only E[max(X, 0)] − price. The draws here are normal, so
     the base policy valuing them by their own shape walks the same way."""
     w = bs.ResourceWeights(real=0.02, compute=0.0, eng=0.05)
+    # a candidate axis padded to 4, not 8: the same answer, half the work in each scenario
     kw = {"utility": "adopt", "continuation": "rollout", "horizon": 2, "cvu_samples": 4096, "seed": 3,
-          "transition": bs.NoTransition(), "current_J": 0.5, "base_index": base_index}
+          "transition": bs.NoTransition(), "current_J": 0.5, "base_index": base_index, "bucket": 4}
     belief, cands = _pilot_problem()
     d = bs.decide(belief, cands, bs.Budget(1.2, 1, 1), w, **kw)
     blind = 0.2 / np.sqrt(2 * np.pi) - 0.02  # E[max(X, 0)] − price
@@ -193,8 +242,8 @@ def test_the_base_policy_probes_only_when_a_decision_is_left_to_try():
     it (its value is the best open try's, here not below 0), with two it probes, then tries."""
     belief, cands, risk = _probe_problem({"ft": (0.0, 50.0)})
     w = bs.ResourceWeights(real=0.05, compute=0.01, eng=0.01)
-    kw = {"risk": risk, "utility": "adopt", "current_J": 0.4, "continuation": "rollout", "cvu_samples": 512,
-          "transition": bs.NoTransition()}
+    # the settings of the probe tests above: the two-decision program is theirs
+    kw = {"risk": risk, "utility": "adopt", "current_J": 0.4, "continuation": "rollout", "cvu_samples": 512}
     one = bs.decide(belief, cands, bs.Budget(2, 5, 10), w, horizon=1, **kw)
     assert one.g0_null >= 0.0
     two = bs.decide(belief, cands, bs.Budget(2, 5, 10), w, horizon=2, **kw)
