@@ -756,6 +756,7 @@ class _OneFixEvidence:
     def __init__(self, grid_ll, at_scale, base, levels, mean_of, groups, fix_grid):
         self.at_scale, self.base, self.levels, self.mean_of, self.fix_grid = at_scale, base, levels, mean_of, fix_grid
         self.cand_of, self.campaign_of_cand = groups  # [E] each effect's (campaign, candidate), [K] its campaign
+        self.onto = np.eye(self.campaign_of_cand.max() + 1)[self.campaign_of_cand]  # [K, campaigns]
         z = special.ndtri(_mid(_FIX_NODES))
         self.as_fix = {(m, w): special.logsumexp(_on_grid(grid_ll, np.clip(m + w * z, _DELTA_GRID[0], _DELTA_GRID[-1])),
                                                  axis=1) - math.log(z.size)
@@ -786,22 +787,27 @@ class _OneFixEvidence:
         for s in scales:
             for df, skew in self.levels:
                 plain = self.plain(s, df, skew)
+                lifts = {key: self.lift(plain, key) for key in {(m, w) for _, m, w in self.fix_grid}}
                 for q, m, w in self.fix_grid:
-                    total = float(self.totals(plain, (m, w), q * ones)[0])
+                    total = float(self.totals(plain, lifts[m, w], q * ones)[0])
                     if np.isfinite(total) and total > out.get((q, m, w), (-np.inf,))[0]:
                         out[q, m, w] = (total, (float(s), df))
         return out
 
-    def totals(self, plain: np.ndarray, fix_key, q: np.ndarray) -> np.ndarray:
-        """[S] the log evidence for each row of q ([S, K]); −inf where a campaign's q sum to 1 or more."""
-        n = self.campaign_of_cand.max() + 1
-        onto = np.eye(n)[self.campaign_of_cand]       # [K, campaigns]
-        none = 1.0 - q @ onto
+    def lift(self, plain: np.ndarray, fix_key) -> tuple[np.ndarray, np.ndarray]:
+        """([K] log L1_k − log Π_{e∈k} L0_e, [campaigns] its largest in each campaign)."""
         lift = np.zeros(self.campaign_of_cand.size)
         np.add.at(lift, self.cand_of, self.as_fix[fix_key] - plain)
-        top = np.zeros(n)
+        top = np.zeros(self.onto.shape[1])
         np.maximum.at(top, self.campaign_of_cand, lift)
-        inner = (q * np.exp(lift - top[self.campaign_of_cand])) @ onto
+        return lift, top
+
+    def totals(self, plain: np.ndarray, lifted: tuple[np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
+        """[S] the log evidence for each row of q ([S, K]), with `lifted` = `lift(plain, fix_key)`;
+        −inf where a campaign's q sum to 1 or more."""
+        lift, top = lifted
+        none = 1.0 - q @ self.onto
+        inner = (q * np.exp(lift - top[self.campaign_of_cand])) @ self.onto
         with np.errstate(invalid="ignore", divide="ignore"):
             each = np.log(np.maximum(none, 0.0) * np.exp(-top) + inner) + top
         return np.where((none > 0.0).all(axis=1), plain.sum() + each.sum(axis=1), -np.inf)
@@ -824,10 +830,11 @@ class _OneFixEvidence:
             if q == 0.0 or not methods or rank >= best:
                 continue
             plain = self.plain(s, df, self.levels[0][1])
+            lifted = self.lift(plain, (m, w))
             for kappa in concentrations:
                 own = special.betaincinv(kappa * q, kappa * (1.0 - q), u)       # [S, methods]
                 full = np.where(column >= 0, own[:, np.maximum(column, 0)], q)   # [S, K]
-                t = self.totals(plain, (m, w), full)
+                t = self.totals(plain, lifted, full)
                 top = t.max()
                 if not np.isfinite(top):
                     continue
