@@ -311,12 +311,64 @@ def _pilot_gradient(ro: RolloutArrays, shape: ReservationShape | None, w: _Walk,
     return jnp.where(runnable, net, -jnp.inf)
 
 
+def _step(rule, ro: RolloutArrays, arr: LookaheadArrays, shape: ReservationShape | None, opens, w: _Walk, eps, left,
+          *, utility: Utility, pilots: bool):
+    """One decision of the index policy with `left` decisions left (this one included): the
+    state after it and what it ran or paid for (−1: the stop). `eps` is the standard normal
+    of its evaluation's noise."""
+    rows = jnp.arange(w.avail.shape[0])
+    probe = jnp.maximum(ro.probe_of, 0)
+    target = jnp.maximum(ro.pilot_target, 0)
+    price = _prices(ro, w.budget)
+    ok, can_probe, reach = _try_options(ro, w, w.budget, left)
+    sd = jnp.sqrt(jnp.maximum(jnp.diagonal(w.cov), 0.0))
+    options = ok | can_probe
+    # a try is made only if what its noisy evaluation will keep pays for it (and the probe
+    # that opens it): the index ranks, the adoption-aware value decides whether to go on
+    eval_sd = evaluation_sd(arr.kind, arr.a, w.j, jnp)
+    kept = _kept(shape, w.mean, sd, eval_sd) - reach
+    z = gaussian_reservation(w.mean, sd, reach) if shape is None else shape_reservation(shape, w.mean, sd, reach)
+    # the index ranks tries while another can follow; the last one is worth what it keeps
+    after = jax.vmap(lambda b: _affordable(ro, b))(w.budget[None, :] - ro.cost)  # [k, j]: j fits after k
+    follows = jnp.any(after & options[None, :] & (rows[:, None] != rows[None, :]), axis=1)
+    last = (left == 1) | ~jnp.any(options & follows)
+    score = jnp.where(options & (kept > 0), jnp.where(last, kept, z), -jnp.inf)
+    pick = jnp.argmax(score)
+    if pilots:
+        net = jnp.where(left > 1, _pilot_gradient(ro, shape, w, left, eval_sd), -jnp.inf)
+        pilot = jnp.argmax(net)
+        piloting = w.alive & (net[pilot] > 0)
+    else:
+        pilot, piloting = jnp.int32(0), jnp.bool_(False)
+    go = w.alive & (piloting | (score[pick] > 0))
+    probing = go & ~piloting & ~ok[pick]
+    trying = go & ~piloting & ~probing
+    seen = jnp.where(piloting, target[pilot], pick)  # the adaptation whose gain is measured
+    g = w.theta[seen]
+    # the evaluation (the try's, or the pilot's): the measured gain with its sampling noise
+    noise_sd, threshold = evaluation_noise(g, jnp.where(piloting, arr.kind[pilot], arr.kind[pick]),
+                                           jnp.where(piloting, arr.a[pilot], arr.a[pick]), w.j, jnp)
+    measured = g + noise_sd * eps
+    keep = trying & utility.keeps(measured > threshold)
+    w = _learn(w, seen, measured, noise_sd**2 + 1e-6, trying | piloting)
+    w = _keep_gain(rule, w, pick, keep)
+    spent = jnp.where(piloting, pilot, jnp.where(probing, probe[pick], pick))
+    here = rows == pick
+    tried = ~piloting & here
+    return w._replace(
+        budget=jnp.where(go, w.budget - ro.cost[spent], w.budget),
+        avail=jnp.where(tried, jnp.where(probing, opens[probe[pick]], w.avail & ~trying), w.avail),
+        gated=w.gated & ~(tried & probing), alive=go,
+        value=w.value + jnp.where(go, jnp.where(keep, g, 0.0) - price[spent], 0.0)), jnp.where(go, spent, -1)
+
+
 def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, shape: ReservationShape | None, walk: _Walk,
-                      noise, opens, decisions=None, *, utility: Utility, pilots: bool = False):
+                      noise, opens, decisions=None, more=0, *, utility: Utility, pilots: bool = False):
     """The index policy's return in one scenario, and its first action (the candidate it runs
     or pays for, −1: the stop): `noise` [H] standard normals, one per decision; `opens` [Mb]
     whether each probe would open its gate in this scenario; `decisions` (≤ H, may be traced;
-    default H) how many decisions it makes. A
+    default H) how many decisions it makes; `more` (may be traced) how many it counts on after
+    those (each step sees `decisions` − i + `more` left). A
     candidate's reservation value and kept gain are those of its believed mean and sd with
     `shape`'s standardized draws (the posterior's shape now), or of a Gaussian (`shape` None).
 
@@ -324,59 +376,12 @@ def base_policy_value(rule, ro: RolloutArrays, arr: LookaheadArrays, shape: Rese
     to open the gate; picking it runs the probe, which opens the gate or not. With `pilots`,
     a pilot whose knowledge gradient pays for it is run first, while a decision is left after it.
     """
-    rows = jnp.arange(walk.avail.shape[0])
-    probe = jnp.maximum(ro.probe_of, 0)
-    target = jnp.maximum(ro.pilot_target, 0)
-
-    def step(w: _Walk, xs):
-        eps, left = xs
-        price = _prices(ro, w.budget)
-        ok, can_probe, reach = _try_options(ro, w, w.budget, left)
-        sd = jnp.sqrt(jnp.maximum(jnp.diagonal(w.cov), 0.0))
-        options = ok | can_probe
-        # a try is made only if what its noisy evaluation will keep pays for it (and the probe
-        # that opens it): the index ranks, the adoption-aware value decides whether to go on
-        eval_sd = evaluation_sd(arr.kind, arr.a, w.j, jnp)
-        kept = _kept(shape, w.mean, sd, eval_sd) - reach
-        z = gaussian_reservation(w.mean, sd, reach) if shape is None else shape_reservation(shape, w.mean, sd, reach)
-        # the index ranks tries while another can follow; the last one is worth what it keeps
-        after = jax.vmap(lambda b: _affordable(ro, b))(w.budget[None, :] - ro.cost)  # [k, j]: j fits after k
-        follows = jnp.any(after & options[None, :] & (rows[:, None] != rows[None, :]), axis=1)
-        last = (left == 1) | ~jnp.any(options & follows)
-        score = jnp.where(options & (kept > 0), jnp.where(last, kept, z), -jnp.inf)
-        pick = jnp.argmax(score)
-        if pilots:
-            net = jnp.where(left > 1, _pilot_gradient(ro, shape, w, left, eval_sd), -jnp.inf)
-            pilot = jnp.argmax(net)
-            piloting = w.alive & (net[pilot] > 0)
-        else:
-            pilot, piloting = jnp.int32(0), jnp.bool_(False)
-        go = w.alive & (piloting | (score[pick] > 0))
-        probing = go & ~piloting & ~ok[pick]
-        trying = go & ~piloting & ~probing
-        seen = jnp.where(piloting, target[pilot], pick)  # the adaptation whose gain is measured
-        g = w.theta[seen]
-        # the evaluation (the try's, or the pilot's): the measured gain with its sampling noise
-        noise_sd, threshold = evaluation_noise(g, jnp.where(piloting, arr.kind[pilot], arr.kind[pick]),
-                                               jnp.where(piloting, arr.a[pilot], arr.a[pick]), w.j, jnp)
-        measured = g + noise_sd * eps
-        keep = trying & utility.keeps(measured > threshold)
-        w = _learn(w, seen, measured, noise_sd**2 + 1e-6, trying | piloting)
-        w = _keep_gain(rule, w, pick, keep)
-        spent = jnp.where(piloting, pilot, jnp.where(probing, probe[pick], pick))
-        here = rows == pick
-        tried = ~piloting & here
-        return w._replace(
-            budget=jnp.where(go, w.budget - ro.cost[spent], w.budget),
-            avail=jnp.where(tried, jnp.where(probing, opens[probe[pick]], w.avail & ~trying), w.avail),
-            gated=w.gated & ~(tried & probing), alive=go,
-            value=w.value + jnp.where(go, jnp.where(keep, g, 0.0) - price[spent], 0.0)), jnp.where(go, spent, -1)
-
+    step = functools.partial(_step, rule, ro, arr, shape, opens, utility=utility, pilots=pilots)
     decisions = noise.shape[0] if decisions is None else decisions
 
     def one(i, carry):
         w, first = carry
-        w, action = step(w, (noise[i], decisions - i))
+        w, action = step(w, noise[i], decisions - i + more)
         return w, jnp.where(i == 0, action, first)
 
     # a traced number of decisions is a loop of that length: one program for every horizon
@@ -432,31 +437,34 @@ def _rollout(rng_key, arr: LookaheadArrays, ro: RolloutArrays, j_now, collapse_e
         shows = jnp.where(arr.kind == 2, y - control > 0.5, jnp.where(arr.kind == 1, y > 0, False))
         kept = arr.is_adapt & utility.keeps(shows)
 
-        def after(m):  # the state once m has run, in this scenario
-            probed = rows == ro.probe_target[m]
-            sd_m = jnp.sqrt(var[m])
-            start = _Walk(j=j_now, theta=theta, mean=mean[m], cov=corr0 * sd_m[:, None] * sd_m[None, :],
-                          budget=ro.budget - ro.cost[m],
-                          avail=(ro.base_ok | (ro.gated & probed & opens[m])) & (rows != m),
-                          gated=ro.gated & ~probed, alive=jnp.bool_(True), value=jnp.float32(0.0))
-            return walk_value(_keep_gain(rule, start, m, kept[m]), noise, opens)[0]
+        def start(m):  # the state once m has run in this scenario; m ≥ Mb: nothing has (the null)
+            none = m >= mb
+            c = jnp.minimum(m, mb - 1)
+            probed = (rows == ro.probe_target[c]) & ~none
+            sd_m = jnp.sqrt(var[c])
+            walk = _Walk(j=j_now, theta=theta, mean=jnp.where(none, moments.gain_mean, mean[c]),
+                         cov=jnp.where(none, cov0, corr0 * sd_m[:, None] * sd_m[None, :]),
+                         budget=ro.budget - jnp.where(none, 0.0, ro.cost[c]),
+                         avail=jnp.where(none, ro.base_ok, (ro.base_ok | (ro.gated & probed & opens[c])) & (rows != m)),
+                         gated=ro.gated & ~probed, alive=jnp.bool_(True), value=jnp.float32(0.0))
+            return _keep_gain(rule, walk, c, kept[c] & ~none)
 
-        null = _Walk(j=j_now, theta=theta, mean=moments.gain_mean, cov=cov0, budget=ro.budget, avail=ro.base_ok,
-                     gated=ro.gated, alive=jnp.bool_(True), value=jnp.float32(0.0))
-        return jax.vmap(after)(rows), walk_value(null, noise, opens)[0], ess, collapsed.astype(jnp.float32)
+        # the candidates' walks, the null's, and (row Mb + 1) the base policy's own walk now, with
+        # this decision among those left, in one batch: the walk is compiled once. That last
+        # walk's first action depends on the belief now, not on the scenario's draws.
+        values, first = jax.vmap(lambda m: walk_value(start(m), noise, opens, more=(m > mb).astype(jnp.int32)))(
+            jnp.arange(mb + 2))
+        return values[:mb], values[mb], first[mb + 1], ess, collapsed.astype(jnp.float32)
 
     control_all = jax.random.normal(jax.random.fold_in(rng_key, 5), (num_outcomes,))
     plan = (idx, eps_all, u_all, ro.opens, noise_all, control_all)
-    v, v_null, ess, collapsed = jax.lax.map(scenario, plan, batch_size=batch)  # [K, Mb], [K]
+    v, v_null, first, ess, collapsed = jax.lax.map(scenario, plan, batch_size=batch)  # [K, Mb], [K], [K]
     diff = v - v_null[:, None]
     cvu = diff.mean(0)
     se = diff.std(0, ddof=1) / math.sqrt(num_outcomes)
-    # the base policy's own choice now, with this decision among those left (what it picks
-    # depends on the belief now, not on the scenario), and the paired error of each
-    # candidate's V against that choice's (against 0 for the stop)
-    now = _Walk(j=j_now, theta=arr.gains[0], mean=moments.gain_mean, cov=cov0, budget=ro.budget, avail=ro.base_ok,
-                gated=ro.gated, alive=jnp.bool_(True), value=jnp.float32(0.0))
-    _, base = walk_value(now, jnp.zeros(room + 1), ro.opens[0], decisions=horizon + 1)
+    # the base policy's own choice now (the same in every scenario), and the paired error of
+    # each candidate's V against that choice's (against 0 for the stop)
+    base = first[0]
     versus = v - jnp.where(base >= 0, v[:, jnp.maximum(base, 0)], 0.0)[:, None]
     se_base = versus.std(0, ddof=1) / math.sqrt(num_outcomes)
     se_alone = v.std(0, ddof=1) / math.sqrt(num_outcomes)
