@@ -159,8 +159,9 @@ COMMANDS = {
     "worlds_history_fix_method": ("python benchmarks/bench_worlds.py --families robot,pilots,rivals --worlds 200 "
                                   "--jobs 2 --gain-prior history-fix-method --strategies q_cvu "
                                   "--out benchmarks/results/worlds_history_fix_method.json"),
-    "worlds_history_fix_method_rivals": ("python benchmarks/bench_worlds.py --families rivals --worlds 200 --jobs 2 "
-                                         "--gain-prior history-fix-method --strategies q_beta0,pandora "
+    "worlds_history_fix_method_rivals": ("python benchmarks/bench_worlds.py --families robot,pilots,rivals --worlds 200 "
+                                         "--jobs 2 --gain-prior history-fix-method "
+                                         "--strategies q_beta0,mv_greedy,thompson,pandora "
                                          "--out benchmarks/results/worlds_history_fix_method_rivals.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
@@ -1324,8 +1325,9 @@ def method_fix(data: dict, rivals: dict | None, one_fix_table: dict, *defaults: 
                    + f" | {_paths_changed(data, one_fix_table, family)} of {len(versus[1])} |")
     if rivals is None:
         return out + [""]
-    out += ["", (f"β = 0 and the Pandora index under the same prior (`{COMMANDS['worlds_history_fix_method_rivals']}`, "
-                 f"{_machine(rivals)}), each minus the rule, paired by world:"), "",
+    out += ["", (f"The rivals that decide from the belief, under the same prior "
+                 f"(`{COMMANDS['worlds_history_fix_method_rivals']}`, {_machine(rivals)}), each minus the rule, "
+                 "paired by world:"), "", *_merged_parts(rivals["settings"]),
             "| family | " + " | ".join(f"{n} − q_cvu" for n in rivals["settings"]["strategies"]) + " |",
             "|---" * (len(rivals["settings"]["strategies"]) + 1) + "|"]
     for family in rivals["summary"]:
