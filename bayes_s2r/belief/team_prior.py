@@ -367,10 +367,19 @@ def _log_lik_grid(counts: np.ndarray, prior: GainPrior, nodes: int = 48) -> np.n
             - 0.5 * z0**2 - np.log(prior.baseline_scale) + 0.5 * x**2 + np.log(spread))  # × prior / proposal
     log_c = sc * special.log_expit(alpha) + (nc - sc) * special.log_expit(-alpha)  # [E, A]
     eta = alpha[:, None, :] + _DELTA_GRID[None, :, None]  # [E, D, A]
-    log_t = st[:, :, None] * special.log_expit(eta) + (nt - st)[:, :, None] * special.log_expit(-eta)
+    # log σ(−η) = log σ(η) − η: one log_expit over the [E, D, A] grid, not two
+    terms = nt[:, :, None] * special.log_expit(eta) - (nt - st)[:, :, None] * eta + (log_c + logw)[:, None, :]
     binom = (special.gammaln(nt + 1) - special.gammaln(st + 1) - special.gammaln(nt - st + 1) +
              special.gammaln(nc + 1) - special.gammaln(sc + 1) - special.gammaln(nc - sc + 1))
-    return special.logsumexp(log_t + (log_c + logw)[:, None, :], axis=-1) + binom
+    return _logsumexp(terms) + binom
+
+
+def _logsumexp(a: np.ndarray, axis: int = -1) -> np.ndarray:
+    """log Σ exp(a) along `axis`. On these grids scipy.special.logsumexp's general handling
+    (weights, signs, masked maxima) costs more than the sum itself."""
+    top = np.max(a, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    return np.log(np.exp(a - top).sum(axis=axis)) + np.squeeze(top, axis)
 
 
 def _mid(k: int) -> np.ndarray:
@@ -899,7 +908,7 @@ def _effect_evidence(grid_ll: np.ndarray, base: GainPrior, scale: float, df: flo
     out = np.empty((len(grid_ll), len(means)))
     for j, m in enumerate(means):
         d = np.clip(m + delta, _DELTA_GRID[0], _DELTA_GRID[-1])
-        out[:, j] = special.logsumexp(_on_grid(grid_ll, d) + log_w, axis=1)
+        out[:, j] = _logsumexp(_on_grid(grid_ll, d) + log_w, axis=1)
     return out
 
 
