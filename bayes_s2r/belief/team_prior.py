@@ -125,6 +125,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
@@ -372,6 +373,23 @@ def _log_lik_grid(counts: np.ndarray, prior: GainPrior, nodes: int = 48) -> np.n
     binom = (special.gammaln(nt + 1) - special.gammaln(st + 1) - special.gammaln(nt - st + 1) +
              special.gammaln(nc + 1) - special.gammaln(sc + 1) - special.gammaln(nc - sc + 1))
     return _logsumexp(terms) + binom
+
+
+def _effects_grid(counts: np.ndarray, prior: GainPrior) -> np.ndarray:
+    """`_log_lik_grid` of every effect (read-only). The grid depends only on the counts and α's
+    prior, and a history is often fitted several times over (a search over the fit's options,
+    the CLI's `prior --candidates`), so the last few are kept."""
+    counts = np.ascontiguousarray(counts, dtype=float)
+    return _grid_of(counts.tobytes(), len(counts), float(prior.baseline_loc), float(prior.baseline_scale))
+
+
+@functools.lru_cache(maxsize=8)
+def _grid_of(counts: bytes, num: int, baseline_loc: float, baseline_scale: float) -> np.ndarray:
+    rows = np.frombuffer(counts, dtype=float).reshape(num, 4)
+    prior = GainPrior(baseline_loc=baseline_loc, baseline_scale=baseline_scale)
+    grid = np.concatenate([_log_lik_grid(rows[i:i + 64], prior) for i in range(0, num, 64)])
+    grid.setflags(write=False)
+    return grid
 
 
 def _logsumexp(a: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -654,7 +672,7 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
     rest = np.setdiff1d(np.arange(len(counts)), np.concatenate([fitted_ix, *kept.values()]))
     if not rest.size and spreads is None:  # every effect has its method's own mean: nothing left to place gain_loc
         locs = (base.gain_loc,)
-    grid_ll = np.concatenate([_log_lik_grid(counts[i:i + 64], base) for i in range(0, len(counts), 64)])  # [E, D]
+    grid_ll = _effects_grid(counts, base)  # [E, D]
     at_scale = {s: _upper_levels(grid_ll, _upper_sd(_hierarchy_at(base, float(s)))) if scale_hierarchy else grid_ll
                 for s in scales}
     by_key, by_method = {}, {}  # key: (gain_loc, skew, scale, df, spread or None)
