@@ -159,8 +159,8 @@ COMMANDS = {
     "worlds_history_fix_method": ("python benchmarks/bench_worlds.py --families robot,pilots,rivals --worlds 200 "
                                   "--jobs 2 --gain-prior history-fix-method --strategies q_cvu "
                                   "--out benchmarks/results/worlds_history_fix_method.json"),
-    "worlds_history_fix_method_rivals": ("python benchmarks/bench_worlds.py --families robot,pilots,rivals --worlds 200 "
-                                         "--jobs 2 --gain-prior history-fix-method "
+    "worlds_history_fix_method_rivals": ("python benchmarks/bench_worlds.py --families robot,pilots,rivals,needle,failing "
+                                         "--worlds 200 --jobs 2 --gain-prior history-fix-method "
                                          "--strategies q_beta0,mv_greedy,thompson,pandora "
                                          "--out benchmarks/results/worlds_history_fix_method_rivals.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
@@ -1327,13 +1327,31 @@ def method_fix(data: dict, rivals: dict | None, one_fix_table: dict, *defaults: 
         return out + [""]
     out += ["", (f"The rivals that decide from the belief, under the same prior "
                  f"(`{COMMANDS['worlds_history_fix_method_rivals']}`, {_machine(rivals)}), each minus the rule, "
-                 "paired by world:"), "", *_merged_parts(rivals["settings"]),
-            "| family | " + " | ".join(f"{n} − q_cvu" for n in rivals["settings"]["strategies"]) + " |",
-            "|---" * (len(rivals["settings"]["strategies"]) + 1) + "|"]
+                 "paired by world. In a family where the evidence kept one q for all (no fix probability by "
+                 "method), the prior is the one-fix prior and the rule's campaigns are those of "
+                 f"`{COMMANDS['worlds_history_fix']}`:"), "", *_merged_parts(rivals["settings"]),
+            "| family | fix probability by method | " + " | ".join(f"{n} − q_cvu" for n in rivals["settings"]["strategies"])
+            + " |", "|---" * (len(rivals["settings"]["strategies"]) + 2) + "|"]
     for family in rivals["summary"]:
-        out.append(f"| {family} | " + " | ".join(_diff_cell(_paired_diffs(rivals, data, family, n, b_strategy="q_cvu"))
-                                                 for n in rivals["settings"]["strategies"]) + " |")
+        prior = ((rivals["settings"].get("team_priors") or {}).get(family)
+                 or (data["settings"].get("team_priors") or {}).get(family) or {})
+        rule = data if family in data["summary"] else _one_q_rule(family, prior, one_fix_table)
+        if rule is None:
+            continue
+        own = ", ".join(f"{h} {q:.2f}" for h, q in sorted((prior.get("method_fix_probs") or {}).items()))
+        out.append(f"| {family} | {own or 'one for all'} | " + " | ".join(
+            _diff_cell(_paired_diffs(rivals, rule, family, n, b_strategy="q_cvu"))
+            for n in rivals["settings"]["strategies"]) + " |")
     return out + [""]
+
+
+def _one_q_rule(family: str, prior: dict, one_fix_table: dict) -> dict | None:
+    """`one_fix_table` where its team prior for `family` is `prior` with no fix probability by
+    method (the same prior, so the same campaigns of the rule); else None."""
+    if prior.get("method_fix_probs"):
+        return None
+    same = {k: v for k, v in prior.items() if k != "method_fix_probs"}
+    return one_fix_table if (one_fix_table["settings"].get("team_priors") or {}).get(family) == same else None
 
 
 def team_prior_variants(long: dict, baseline: dict | None, held_out: dict | None) -> list[str]:

@@ -391,10 +391,19 @@ def test_the_method_fix_section_pairs_the_rule_with_both_priors_and_the_rivals_u
     assert "## One fix per campaign, its probability by method" in text and "history-fix-method" in text
     cells = [summarize._diff_cell(np.array(x)) for x in ([0.2, -0.1], [0.1, 0.0])]
     assert f"| a | DR 0.05, FT 0.30 | 0.450 | {cells[0]} | {cells[1]} | 1 of 2 |" in text
-    rivals = table({}, {}, rivals={("a", "pandora"): [0.6, 0.2]}, strategies=("pandora",))
-    rivals["summary"] = {"a": {"pandora": {"net_utility_mean": 0.45}}}
+    rivals = table({}, {}, rivals={("a", "pandora"): [0.6, 0.2], ("b", "pandora"): [0.1, 0.4],
+                                   ("c", "pandora"): [0.1, 0.3]}, strategies=("pandora",))
+    rivals["summary"] = {f: {"pandora": {"net_utility_mean": 0.2}} for f in "abc"}
+    # b: one q for all, the one-fix table's prior, so its rule; c: a prior the one-fix table did not run
+    rivals["settings"]["team_priors"] = {"b": {"fix_prob": 0.1, "method_fix_probs": {}},
+                                         "c": {"fix_prob": 0.2, "method_fix_probs": {}}}
+    one_q["rows"] += [{"family": "b", "world": w, "strategy": "q_cvu", "net_utility": v, "path": []}
+                      for w, v in enumerate([0.2, 0.2])]
+    one_q["settings"]["team_priors"] = {"b": {"fix_prob": 0.1}, "c": {"fix_prob": 0.1}}
     text = "\n".join(summarize.method_fix(data, rivals, one_q, default))
-    assert f"| a | {summarize._diff_cell(np.array([0.1, -0.2]))} |" in text
+    assert f"| a | DR 0.05, FT 0.30 | {summarize._diff_cell(np.array([0.1, -0.2]))} |" in text
+    assert f"| b | one for all | {summarize._diff_cell(np.array([0.1, 0.4]) - 0.2)} |" in text
+    assert "| c |" not in text
 
 
 def test_the_rollout_margin_section_pairs_each_family_with_the_default_rule_s_table():
