@@ -102,8 +102,8 @@ def _walk_from_draws(belief, cands, budget, weights, base_index, rule):
 @pytest.mark.parametrize("base_index", ["gaussian", "draws"])
 def test_rollout_is_the_same_jitted_and_not(base_index):
     """The base policy's walk, the rollout's own scan, gives the same return and first action
-    jitted and eagerly. An eager `decide` repeats every step in each of the rollout's batched
-    contexts, one compile per operation and shape; the outcome simulation and importance
+    jitted and eagerly. An eager `decide` would compile every operation of the walk and the
+    scenario map on its own, one compile per operation and shape; the outcome simulation and importance
     weights it walks from are the one-step look-ahead's, compared without jit in test_lookahead."""
     belief, cands = _independent(num_draws=SMALL_DRAWS)
     walk, arrays = _walk_from_draws(belief, cands, bs.Budget(1, 1, 1), bs.ResourceWeights(real=0, compute=0, eng=1.0),
