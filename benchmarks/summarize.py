@@ -163,6 +163,11 @@ COMMANDS = {
                                          "--worlds 200 --jobs 2 --gain-prior history-fix-method "
                                          "--strategies q_beta0,mv_greedy,thompson,pandora "
                                          "--out benchmarks/results/worlds_history_fix_method_rivals.json"),
+    "worlds_history_fix_method_plain": ("python benchmarks/bench_worlds.py --families easy,needle,small,robot,pandora,"
+                                        "pilots,wide,late,mixed,failing,siblings,rivals --worlds 20 --jobs 1 "
+                                        "--gain-prior history-fix-method --strategies round_robin,dr_only,si_then_dr,"
+                                        "dr_then_ft,oracle_safe --out "
+                                        "benchmarks/results/worlds_history_fix_method_plain.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -830,26 +835,30 @@ def _worlds_start(start: dict, first: dict) -> list[str]:
     return out + [""]
 
 
-def _worlds_rivals(table: dict, intro: str, main: dict | None = None) -> list[str]:
+def _worlds_rivals(table: dict, intro: str, main: dict | None = None, level: bool = False) -> list[str]:
     """Per family of a worlds table run under another prior: the rule, the rivals ahead of it,
-    β = 0, the gap closed, and (given `main`) the rule against the main table's."""
-    extra = " q_cvu − first table's, 95% |" if main else ""
+    (with `level`) the rivals it is not shown to be above, β = 0, the gap closed, and (given
+    `main`) the rule against the main table's."""
     out = [intro, "", *_stale(table), *_merged_parts(table["settings"]),
-           "| family | q_cvu net utility | unsafe | rivals ahead | q_beta0 − q_cvu, 95% | gap closed |" + extra,
-           "|---|---|---|---|---|---|" + ("---|" if main else "")]
+           "| family | q_cvu net utility | unsafe | rivals ahead |" + (" not shown below q_cvu |" if level else "")
+           + " q_beta0 − q_cvu, 95% | gap closed |" + (" q_cvu − first table's, 95% |" if main else ""),
+           "|---|---|---|---|---|---|" + ("---|" if level else "") + ("---|" if main else "")]
     for family, summary in table["summary"].items():
         q = summary["q_cvu"]
-        ahead = [f"{name} {row['minus_q_cvu']['mean']:+.3f}; {row['unsafe_mean']:.2f}" for name, row in summary.items()
-                 if not name.startswith("_") and name not in ("q_cvu", "oracle_safe")
-                 and row["minus_q_cvu"]["ci95"][0] > 0]
+        rivals = {name: row for name, row in summary.items()
+                  if not name.startswith("_") and name not in ("q_cvu", "oracle_safe")}
+        ahead = [f"{name} {row['minus_q_cvu']['mean']:+.3f}; {row['unsafe_mean']:.2f}" for name, row in rivals.items()
+                 if row["minus_q_cvu"]["ci95"][0] > 0]
+        even = [f"{name} {row['minus_q_cvu']['mean']:+.3f}" for name, row in rivals.items()
+                if row["minus_q_cvu"]["ci95"][0] <= 0 <= row["minus_q_cvu"]["ci95"][1]]
         b0 = _diff_of(summary.get("q_beta0", {}).get("minus_q_cvu"))
         gap = summary.get("_gap") or {}
         closed = "" if gap.get("gap_closed") is None else f"{gap['gap_closed']:.0%} (from {gap['best_rival']})"
         against = ""
         if main and family in main["summary"]:
             against = f" {_diff_cell(_paired_diffs(table, main, family, 'q_cvu'))} |"
-        out.append(f"| {family} | {q['net_utility_mean']:.3f} | {q['unsafe_mean']:.2f} | {', '.join(ahead) or 'none'} "
-                   f"| {b0} | {closed} |" + against)
+        out.append(f"| {family} | {q['net_utility_mean']:.3f} | {q['unsafe_mean']:.2f} | {', '.join(ahead) or 'none'} |"
+                   + (f" {', '.join(even) or 'none'} |" if level else "") + f" {b0} | {closed} |" + against)
     return out + [""]
 
 
@@ -1299,10 +1308,13 @@ def one_fix(data: dict, rivals: dict | None, *defaults: dict | None) -> list[str
     return out + [""]
 
 
-def method_fix(data: dict, rivals: dict | None, one_fix_table: dict, *defaults: dict | None) -> list[str]:
+def method_fix(data: dict, rivals: dict | None, one_fix_table: dict, plain: dict | None,
+               *defaults: dict | None) -> list[str]:
     """The rule under the one-fix prior with each method's own fix probability, paired by world
     with the rule under the default prior and under one probability for all (`one_fix_table`);
-    with `rivals`, β = 0 and the index under the same prior against it."""
+    with `rivals`, the belief-driven rivals under the same prior against it, and with `plain`
+    (the strategies that choose without the belief, re-run on some worlds under this prior)
+    every strategy against it."""
     out = ["## One fix per campaign, its probability by method", "",
            f"`{COMMANDS['worlds_history_fix_method']}` ({_machine(data)})", "",
            ("`bs.fit_gain_prior(..., fix_probs=DEFAULT_FIX_PROBS, method_fix_concentrations="
@@ -1335,14 +1347,74 @@ def method_fix(data: dict, rivals: dict | None, one_fix_table: dict, *defaults: 
     for family in rivals["summary"]:
         prior = ((rivals["settings"].get("team_priors") or {}).get(family)
                  or (data["settings"].get("team_priors") or {}).get(family) or {})
-        rule = data if family in data["summary"] else _one_q_rule(family, prior, one_fix_table)
+        rule = _method_fix_rule(family, data, rivals, one_fix_table)
         if rule is None:
             continue
         own = ", ".join(f"{h} {q:.2f}" for h, q in sorted((prior.get("method_fix_probs") or {}).items()))
         out.append(f"| {family} | {own or 'one for all'} | " + " | ".join(
             _diff_cell(_paired_diffs(rivals, rule, family, n, b_strategy="q_cvu"))
             for n in rivals["settings"]["strategies"]) + " |")
-    return out + [""]
+    if plain is None:
+        return out + [""]
+    same, total = _same_campaigns(plain, defaults)
+    every = _every_strategy(rivals, {f: r for f in rivals["summary"] if (r := _method_fix_rule(f, data, rivals,
+                                                                                                 one_fix_table))},
+                            defaults)
+    return out + [""] + _worlds_rivals(every, (
+        "Every strategy against the rule under this prior: the belief-driven rivals from the table above, and the "
+        f"strategies that choose without the gain belief ({', '.join(PLAIN_STRATEGIES)}) from the default tables. "
+        "Their campaigns do not depend on the gain prior: re-run under this prior on the first "
+        f"{plain['settings']['worlds']} worlds of every family (`{COMMANDS['worlds_history_fix_method_plain']}`, "
+        f"{_machine(plain)}), {same} of {total} campaigns are those of the default tables (same path, final J, "
+        "spending and unsafe episodes). The rivals ahead of the rule with a paired interval that excludes 0 (with "
+        "their unsafe episodes per campaign), the rule against β = 0, and the share of the gap from the best "
+        "non-oracle strategy with no more unsafe episodes to `oracle_safe` it closes. The column \"not shown below "
+        "q_cvu\" names the rivals whose paired interval holds 0:"), level=True)
+
+
+def _same_campaigns(plain: dict, defaults: tuple) -> tuple[int, int]:
+    """How many of `plain`'s campaigns are the default tables' own (same path, J, spending,
+    unsafe episodes), out of all of them."""
+    fields = ("path", "final_J", "net_utility", "spent", "unsafe", "probe_unsafe")
+    kept = {(r["family"], r["world"], r["strategy"]): r for d in defaults if d for r in d["rows"]}
+    same = sum(all(kept.get((r["family"], r["world"], r["strategy"]), {}).get(k) == r[k] for k in fields)
+               for r in plain["rows"])
+    return same, len(plain["rows"])
+
+
+# The strategies that choose without the gain belief: their campaigns are the same under any gain prior.
+PLAIN_STRATEGIES = ("round_robin", "dr_only", "si_then_dr", "dr_then_ft", "oracle_safe")
+
+
+def _method_fix_rule(family: str, data: dict, rivals: dict, one_fix_table: dict) -> dict | None:
+    """The table holding the rule's campaigns under the per-method one-fix prior of `family`."""
+    if family in data["summary"]:
+        return data
+    prior = ((rivals["settings"].get("team_priors") or {}).get(family)
+             or (data["settings"].get("team_priors") or {}).get(family) or {})
+    return _one_q_rule(family, prior, one_fix_table)
+
+
+def _every_strategy(rivals: dict, rule_of: dict[str, dict], defaults: tuple) -> dict:
+    """One worlds table per family of the rule (`rule_of[family]`), the belief-driven `rivals`,
+    and the strategies that choose without the belief from the family's default table, on the
+    worlds all of them ran."""
+    import bench_worlds
+
+    rows, summary = [], {}
+    for family, rule in rule_of.items():
+        default = _default_table(family, defaults)
+        plain = tuple(s for s in PLAIN_STRATEGIES if s in default["settings"]["strategies"])
+        strategies = ("q_cvu", *rivals["settings"]["strategies"], *plain)
+        found = ([r for r in rule["rows"] if r["family"] == family and r["strategy"] == "q_cvu"]
+                 + [r for r in rivals["rows"] if r["family"] == family]
+                 + [r for r in default["rows"] if r["family"] == family and r["strategy"] in plain])
+        ran = {s: {r["world"] for r in found if r["strategy"] == s} for s in strategies}
+        worlds = set.intersection(*ran.values())
+        found = [r for r in found if r["world"] in worlds]
+        rows += found
+        summary[family] = bench_worlds.summarize(found, strategies)
+    return {"summary": summary, "rows": rows, "settings": {}}
 
 
 def _one_q_rule(family: str, prior: dict, one_fix_table: dict) -> dict | None:
@@ -1569,8 +1641,8 @@ SECTIONS = [
     Section(("worlds_history_shared_200", "worlds_history_baseline", "worlds_held_out"), team_prior_variants),
     Section(("worlds_history_fix", "worlds_history_fix_rivals", "worlds", "worlds_pilots", "worlds_held_out"),
             one_fix),
-    Section(("worlds_history_fix_method", "worlds_history_fix_method_rivals", "worlds_history_fix", "worlds",
-             "worlds_pilots", "worlds_held_out"), method_fix),
+    Section(("worlds_history_fix_method", "worlds_history_fix_method_rivals", "worlds_history_fix",
+             "worlds_history_fix_method_plain", "worlds", "worlds_pilots", "worlds_held_out"), method_fix),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -387,7 +387,7 @@ def test_the_method_fix_section_pairs_the_rule_with_both_priors_and_the_rivals_u
     data = table({"a": [0.5, 0.4]}, {"a": [["x"], ["y"]]}, priors={"a": {"method_fix_probs": {"FT": 0.3, "DR": 0.05}}})
     one_q = table({"a": [0.4, 0.4]}, {"a": [["x"], ["x"]]})
     default = table({"a": [0.3, 0.5]}, {"a": [["y"], ["y"]]})
-    text = "\n".join(summarize.method_fix(data, None, one_q, default))
+    text = "\n".join(summarize.method_fix(data, None, one_q, None, default))
     assert "## One fix per campaign, its probability by method" in text and "history-fix-method" in text
     cells = [summarize._diff_cell(np.array(x)) for x in ([0.2, -0.1], [0.1, 0.0])]
     assert f"| a | DR 0.05, FT 0.30 | 0.450 | {cells[0]} | {cells[1]} | 1 of 2 |" in text
@@ -400,10 +400,43 @@ def test_the_method_fix_section_pairs_the_rule_with_both_priors_and_the_rivals_u
     one_q["rows"] += [{"family": "b", "world": w, "strategy": "q_cvu", "net_utility": v, "path": []}
                       for w, v in enumerate([0.2, 0.2])]
     one_q["settings"]["team_priors"] = {"b": {"fix_prob": 0.1}, "c": {"fix_prob": 0.1}}
-    text = "\n".join(summarize.method_fix(data, rivals, one_q, default))
+    text = "\n".join(summarize.method_fix(data, rivals, one_q, None, default))
     assert f"| a | DR 0.05, FT 0.30 | {summarize._diff_cell(np.array([0.1, -0.2]))} |" in text
     assert f"| b | one for all | {summarize._diff_cell(np.array([0.1, 0.4]) - 0.2)} |" in text
     assert "| c |" not in text
+
+
+def test_the_method_fix_section_puts_every_strategy_against_the_rule_and_checks_the_plain_ones_rerun():
+    def row(family, world, strategy, net, unsafe=0):
+        return {"family": family, "world": world, "strategy": strategy, "net_utility": net, "final_J": net,
+                "unsafe": unsafe, "probe_unsafe": 0, "rounds": 2, "spent": {"real": 0.0, "compute": 0.1, "eng": 0.1},
+                "seconds": 1.0, "path": [strategy]}
+
+    def table(rows, strategies, priors=None):
+        return {"machine": {"cores": 2, "backend": "cpu"}, "rows": rows,
+                "settings": {"strategies": list(strategies), "team_priors": priors or {}, "worlds": 3},
+                "summary": {f: {} for f in {r["family"] for r in rows}}}
+
+    rule = [0.50, 0.60, 0.70]
+    data = table([row("a", w, "q_cvu", v) for w, v in enumerate(rule)], ["q_cvu"],
+                 priors={"a": {"method_fix_probs": {"FT": 0.3}}})
+    data["summary"]["a"]["q_cvu"] = {"net_utility_mean": 0.6}
+    rivals = table([row("a", w, "pandora", v - d) for w, (v, d) in enumerate(zip(rule, (0.10, 0.11, 0.10)))]
+                   + [row("a", w, "mv_greedy", v + d) for w, (v, d) in enumerate(zip(rule, (0.1, -0.1, 0.05)))],
+                   ["pandora", "mv_greedy"])
+    rivals["summary"]["a"] = {"pandora": {}, "mv_greedy": {}}
+    default = table([row("a", w, s, v, unsafe) for w in range(3) for s, v, unsafe in
+                     (("q_cvu", 0.4, 0), ("round_robin", 0.9, 3), ("dr_only", 0.2, 0), ("oracle_safe", 0.95, 0))],
+                    ["q_cvu", "round_robin", "dr_only", "oracle_safe"])
+    plain = table([row("a", 0, "round_robin", 0.9, 3), row("a", 1, "dr_only", 0.2), row("a", 2, "dr_only", 0.25)],
+                  ["round_robin", "dr_only"])
+    one_q = table([row("a", w, "q_cvu", 0.5) for w in range(3)], ["q_cvu"])
+    text = "\n".join(summarize.method_fix(data, rivals, one_q, plain, default))
+    assert "2 of 3 campaigns are those of the default tables" in text  # world 2's dr_only differs
+    # round_robin is ahead but with unsafe episodes; mv_greedy is level; pandora and dr_only are below
+    assert "| a | 0.600 | 0.00 | round_robin +0.300; 3.00 | mv_greedy +0.017 |" in text
+    best = np.mean([v + d for v, d in zip(rule, (0.1, -0.1, 0.05))])  # the best with no more unsafe episodes
+    assert f"{(0.6 - best) / (0.95 - best):.0%} (from mv_greedy) |" in text
 
 
 def test_the_rollout_margin_section_pairs_each_family_with_the_default_rule_s_table():
