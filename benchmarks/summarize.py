@@ -1354,13 +1354,14 @@ def method_fix(data: dict, rivals: dict | None, one_fix_table: dict, plain: dict
         out.append(f"| {family} | {own or 'one for all'} | " + " | ".join(
             _diff_cell(_paired_diffs(rivals, rule, family, n, b_strategy="q_cvu"))
             for n in rivals["settings"]["strategies"]) + " |")
+    out += ["", *_method_fix_against_history(data, rivals, one_fix_table, defaults)]
     if plain is None:
-        return out + [""]
+        return out
     same, total = _same_campaigns(plain, defaults)
     every = _every_strategy(rivals, {f: r for f in rivals["summary"] if (r := _method_fix_rule(f, data, rivals,
                                                                                                  one_fix_table))},
                             defaults)
-    return out + [""] + _worlds_rivals(every, (
+    return out + _worlds_rivals(every, (
         "Every strategy against the rule under this prior: the belief-driven rivals from the table above, and the "
         f"strategies that choose without the gain belief ({', '.join(PLAIN_STRATEGIES)}) from the default tables. "
         "Their campaigns do not depend on the gain prior: re-run under this prior on the first "
@@ -1370,6 +1371,18 @@ def method_fix(data: dict, rivals: dict | None, one_fix_table: dict, plain: dict
         "their unsafe episodes per campaign), the rule against β = 0, and the share of the gap from the best "
         "non-oracle strategy with no more unsafe episodes to `oracle_safe` it closes. The column \"not shown below "
         "q_cvu\" names the rivals whose paired interval holds 0:"), level=True)
+
+
+def _method_fix_against_history(data: dict, rivals: dict, one_fix_table: dict, defaults: tuple) -> list[str]:
+    """The rule under the per-method one-fix prior minus under the default prior, paired by world,
+    per family whose campaigns under it are known, and pooled."""
+    rules = {f: r for f in dict.fromkeys([*data["summary"], *rivals["summary"]])
+             if (r := _method_fix_rule(f, data, rivals, one_fix_table))}
+    diffs = {f: _paired_diffs(r, _default_table(f, defaults), f, "q_cvu") for f, r in rules.items()}
+    cells = ", ".join(f"{f} {_diff(float(d.mean()), *common.t_interval(d))}" for f, d in diffs.items())
+    return [(f"The rule under this prior minus under the default `history` prior, paired by world, in the "
+             f"{len(diffs)} families where its campaigns under it are known: {cells}; all together "
+             f"{_diff_cell(np.concatenate(list(diffs.values())))}."), ""]
 
 
 def _same_campaigns(plain: dict, defaults: tuple) -> tuple[int, int]:

@@ -386,7 +386,7 @@ def test_the_method_fix_section_pairs_the_rule_with_both_priors_and_the_rivals_u
 
     data = table({"a": [0.5, 0.4]}, {"a": [["x"], ["y"]]}, priors={"a": {"method_fix_probs": {"FT": 0.3, "DR": 0.05}}})
     one_q = table({"a": [0.4, 0.4]}, {"a": [["x"], ["x"]]})
-    default = table({"a": [0.3, 0.5]}, {"a": [["y"], ["y"]]})
+    default = table({"a": [0.3, 0.5], "b": [0.1, 0.1]}, {"a": [["y"], ["y"]], "b": [["y"], ["y"]]})
     text = "\n".join(summarize.method_fix(data, None, one_q, None, default))
     assert "## One fix per campaign, its probability by method" in text and "history-fix-method" in text
     cells = [summarize._diff_cell(np.array(x)) for x in ([0.2, -0.1], [0.1, 0.0])]
@@ -404,6 +404,10 @@ def test_the_method_fix_section_pairs_the_rule_with_both_priors_and_the_rivals_u
     assert f"| a | DR 0.05, FT 0.30 | {summarize._diff_cell(np.array([0.1, -0.2]))} |" in text
     assert f"| b | one for all | {summarize._diff_cell(np.array([0.1, 0.4]) - 0.2)} |" in text
     assert "| c |" not in text
+    # the rule under this prior against the default one where its campaigns are known (a, and b by the one-q table)
+    a, b = summarize._diff(0.05, *summarize.common.t_interval(np.array([0.2, -0.1]))), summarize._diff(0.1, 0.1, 0.1)
+    pooled = summarize._diff_cell(np.array([0.2, -0.1, 0.1, 0.1]))
+    assert f"in the 2 families where its campaigns under it are known: a {a}, b {b}; all together {pooled}." in text
 
 
 def test_the_method_fix_section_puts_every_strategy_against_the_rule_and_checks_the_plain_ones_rerun():
