@@ -159,8 +159,9 @@ COMMANDS = {
     "worlds_history_fix_method": ("python benchmarks/bench_worlds.py --families robot,pilots,rivals --worlds 200 "
                                   "--jobs 2 --gain-prior history-fix-method --strategies q_cvu "
                                   "--out benchmarks/results/worlds_history_fix_method.json"),
-    "worlds_history_fix_method_rivals": ("python benchmarks/bench_worlds.py --families robot,pilots,rivals,needle,failing "
-                                         "--worlds 200 --jobs 2 --gain-prior history-fix-method "
+    "worlds_history_fix_method_rivals": ("python benchmarks/bench_worlds.py --families robot,pilots,rivals,needle,failing,"
+                                         "late,small,siblings,easy,pandora,wide,mixed --worlds 200 --jobs 2 "
+                                         "--gain-prior history-fix-method "
                                          "--strategies q_beta0,mv_greedy,thompson,pandora "
                                          "--out benchmarks/results/worlds_history_fix_method_rivals.json"),
     "worlds_history_fix_method_plain": ("python benchmarks/bench_worlds.py --families easy,needle,small,robot,pandora,"
