@@ -567,11 +567,13 @@ def prior_command(
     shared: Annotated[bool, typer.Option(
         "--shared", help="Size the levels one campaign's candidates share by the evidence (fit_gain_prior's "
                          "shared_scales; 0 makes them independent given the prior).")] = False,
-    one_fix: Annotated[bool, typer.Option(
-        "--one-fix", help="Also search the one-fix structure (at most one candidate of a campaign is the fix; "
-                          "GainPrior.fix_prob, fix_loc, fix_scale), sized by each past campaign's effects "
-                          "taken jointly; with --candidates each method's own probability, shrunk toward one "
-                          "by the evidence (GainPrior.method_fix_probs). Not with --shared.")] = False,
+    one_fix: Annotated[bool | None, typer.Option(
+        "--one-fix/--no-one-fix",
+        help="Also search the one-fix structure (at most one candidate of a campaign is the fix; "
+             "GainPrior.fix_prob, fix_loc, fix_scale; probability 0 is none), sized by each past campaign's "
+             "effects taken jointly; with --candidates each method's own probability, shrunk toward one by the "
+             "evidence (GainPrior.method_fix_probs). Not with --shared. Default: searched, except with --shared.",
+        show_default=False)] = None,
     baseline: Annotated[bool, typer.Option(
         "--baseline", help="Also fit where the team's policies start (GainPrior.baseline_loc, baseline_scale) to the "
                            "past campaigns' starting policies, so that gains are priced at the J a campaign "
@@ -601,6 +603,10 @@ def prior_command(
         raise InputError("--shrink", True, "--candidates naming the methods, and not --one-mean")
     if method_means is None:  # each method's own mean when the methods are known (docs/decide.md, team prior)
         method_means = candidates is not None
+    if one_fix and shared:
+        raise InputError("--one-fix", True, "off with --shared (the two are not searched together)")
+    if one_fix is None:  # searched by default (docs/decide.md, "When at most one candidate is the fix")
+        one_fix = not shared
     methods = None
     if candidates is not None:
         from bayes_s2r.evidence.io import load_candidates

@@ -309,7 +309,9 @@ def main(argv=None) -> dict:
                         "history-baseline: history with the starting policies' level fitted to the past starts "
                         "(baseline_level=True); history-fix: history with the one-fix structure searched (fix_probs="
                         "DEFAULT_FIX_PROBS); history-fix-method: history-fix with each method's own fix probability "
-                        "shrunk toward one (method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS); library: the library's default GainPrior")
+                        "shrunk toward one (method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS), what "
+                        "`bayes-s2r prior --candidates` fits by default; library: the library's default GainPrior. "
+                        "The default, history, keeps the stored tables' prior (`bayes-s2r prior --candidates --no-one-fix`)")
     p.add_argument("--history-campaigns", type=int, default=12,
                    help="past campaigns the team prior is fitted from (worlds.history; ignored with --gain-prior library)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes")

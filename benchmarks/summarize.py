@@ -1130,8 +1130,10 @@ def _gain_prior_text(settings: dict) -> str:
     means = {f: p["method_locs"] for f, p in (settings.get("team_priors") or {}).items() if p and p.get("method_locs")}
     if not means:
         return name
+    # "history" is the fit `bayes-s2r prior --candidates` made before the one-fix search became its default
+    cli = ", `bayes-s2r prior --candidates --no-one-fix`" if name == "history" else ""
     return (f"{name} (each family's team prior fitted from past campaigns on other worlds of it, with each "
-            "method's own mean, `bayes-s2r prior --candidates`; the means chosen, in logits: "
+            f"method's own mean{cli}; the means chosen, in logits: "
             + "; ".join(f"{f}: " + ", ".join(f"{h} {m:g}" for h, m in sorted(locs.items())) for f, locs in means.items())
             + ")")
 
@@ -1319,8 +1321,8 @@ def method_fix(data: dict, rivals: dict | None, one_fix_table: dict, plain: dict
     out = ["## One fix per campaign, its probability by method", "",
            f"`{COMMANDS['worlds_history_fix_method']}` ({_machine(data)})", "",
            ("`bs.fit_gain_prior(..., fix_probs=DEFAULT_FIX_PROBS, method_fix_concentrations="
-            "DEFAULT_METHOD_FIX_CONCENTRATIONS)` (`--gain-prior history-fix-method`, `bayes-s2r prior --one-fix "
-            "--candidates`) lets each method's candidates have their own probability of being the fix "
+            "DEFAULT_METHOD_FIX_CONCENTRATIONS)` (`--gain-prior history-fix-method`, `bayes-s2r prior --candidates`, "
+            "the command's default since the tables below) lets each method's candidates have their own probability of being the fix "
             "(`GainPrior.method_fix_probs`), drawn from a Beta of concentration κ around the common q and "
             "integrated out of the past campaigns' evidence; κ is chosen by it (∞: one q for all) and each method gets "
             "its posterior mean. The families below are those where the evidence chose a finite κ; in the others the "

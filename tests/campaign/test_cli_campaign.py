@@ -23,7 +23,7 @@ import bayes_s2r.cli_campaign
 import bayes_s2r.cli_decide  # noqa: F401  (registers the commands on the app)
 from bayes_s2r.belief import check_gain_prior as bs_check_gain_prior
 from bayes_s2r.belief import fit_gain_prior as bs_fit_gain_prior
-from bayes_s2r.belief.team_prior import DEFAULT_SKEWS
+from bayes_s2r.belief.team_prior import DEFAULT_FIX_PROBS, DEFAULT_SKEWS
 from bayes_s2r.cli import app
 from bayes_s2r.evidence.ledger import Ledger
 from bayes_s2r.evidence.records import PairedEval
@@ -210,19 +210,22 @@ def test_prior_from_past_ledgers_then_fit_with_it(example_ledger, tmp_path, monk
     assert result.exit_code == 0, result.output
     printed = json.loads(result.stdout)
     assert printed["effects"] == 8 and printed["prior"] == json.loads(out.read_text())
-    expected = bs_fit_gain_prior([Ledger(p, create=False).records() for p in past]).prior
-    assert printed["prior"]["candidate_scale"] == expected.candidate_scale
-    assert printed["prior"]["candidate_df"] == expected.candidate_df
+    # the one-fix structure is searched by default (q = 0 among its probabilities: no structure)
+    records = [Ledger(p, create=False).records() for p in past]
+    expected = bs_fit_gain_prior(records, fix_probs=DEFAULT_FIX_PROBS).prior
+    for field in ("candidate_scale", "candidate_df", "fix_prob", "fix_loc", "fix_scale"):
+        assert printed["prior"][field] == getattr(expected, field), field
+    plain = CliRunner().invoke(app, ["prior", *past, "--no-one-fix", "--json"])
+    assert plain.exit_code == 0, plain.output
+    assert json.loads(plain.stdout)["prior"]["fix_prob"] == bs_fit_gain_prior(records).prior.fix_prob == 0.0
     text = CliRunner().invoke(app, ["prior", *past])
     assert text.exit_code == 0 and "team gain prior from 8 past effects" in text.stdout
     # the chosen prior is checked against the same campaigns, as check_gain_prior does
-    records = [Ledger(p, create=False).records() for p in past]
     assert printed["check"] == bs_check_gain_prior(records, expected).to_dict()
     assert "prior predictive check on 8 past effects" in text.stdout
     skewed = CliRunner().invoke(app, ["prior", *past, "--skew", "--json"])
     assert skewed.exit_code == 0, skewed.output
-    with_skew = bs_fit_gain_prior([Ledger(p, create=False).records() for p in past],
-                                  candidate_skews=DEFAULT_SKEWS).prior
+    with_skew = bs_fit_gain_prior(records, candidate_skews=DEFAULT_SKEWS, fix_probs=DEFAULT_FIX_PROBS).prior
     assert json.loads(skewed.stdout)["prior"]["candidate_skew"] == with_skew.candidate_skew
     assert "candidate_skew" in printed["prior"] and printed["prior"]["candidate_skew"] == 0.0
     # the file reaches the fit
@@ -320,7 +323,12 @@ def test_prior_with_one_fix_per_campaign(tmp_path):
     text = CliRunner().invoke(app, ["prior", *past, "--one-fix"])
     assert text.exit_code == 0 and "one fix with probability" in text.output
     refused = CliRunner().invoke(app, ["prior", *past, "--one-fix", "--shared"])
-    assert refused.exit_code != 0 and "fix_probs" in refused.output
+    assert refused.exit_code != 0 and "--one-fix" in refused.output and "--shared" in refused.output
+    # searched by default, and left out by --shared alone, which sizes the shared levels instead
+    default = CliRunner().invoke(app, ["prior", *past, "--json"])
+    assert default.exit_code == 0 and json.loads(default.stdout)["prior"] == printed["prior"]
+    shared = CliRunner().invoke(app, ["prior", *past, "--shared", "--json"])
+    assert shared.exit_code == 0 and json.loads(shared.stdout)["prior"]["fix_prob"] == 0.0
 
 
 @pytest.mark.parametrize("args, message", [
