@@ -169,6 +169,11 @@ COMMANDS = {
                                         "--gain-prior history-fix-method --strategies round_robin,dr_only,si_then_dr,"
                                         "dr_then_ft,oracle_safe --out "
                                         "benchmarks/results/worlds_history_fix_method_plain.json"),
+    "worlds_fresh": ("python benchmarks/bench_worlds.py --families noisy,sim_fix --worlds 200 --jobs 2 "
+                     "--gain-prior history-fix-method --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,round_robin,"
+                     "dr_only,si_then_dr,dr_then_ft,oracle_safe --out benchmarks/results/worlds_fresh.json"),
+    "worlds_fresh_history": ("python benchmarks/bench_worlds.py --families noisy,sim_fix --worlds 200 --jobs 2 "
+                             "--gain-prior history --strategies q_cvu --out benchmarks/results/worlds_fresh_history.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -941,6 +946,30 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
             + (_worlds_library(library) if library else []) + (_worlds_pilots(pilots) if pilots else []))
 
 
+def worlds_fresh(data: dict, without: dict | None = None) -> list[str]:
+    """Families drawn after `bayes-s2r prior` began to search the one-fix structure by default:
+    every strategy under that prior, and the test set before they ran, the rule under it against
+    the rule under the fit without it (`without`)."""
+    settings = data["settings"]
+    out = _head("worlds_fresh", "Allocation quality on families drawn after the team prior's default changed", data) + [
+        (f"{settings['worlds']} worlds per family of families drawn after `bayes-s2r prior` began to search the "
+         f"one-fix structure by default (`HELD_OUT` in `benchmarks/worlds.py`: {', '.join(settings['families'])}), "
+         f"{settings['rounds']} rounds, no execution evidence at the start, gain prior: {_gain_prior_text(settings)}. "
+         "Columns and intervals as in the random-world tables above."), ""]
+    out += _merged_parts(settings) + _family_tables(data)
+    if without is None:
+        return out
+    diffs = {f: _paired_diffs(data, without, f, "q_cvu") for f in data["summary"] if f in without["summary"]}
+    lost = [f for f, d in diffs.items() if common.t_interval(d)[1] < 0]
+    verdict = (f"not met: the rule lost in {', '.join(lost)}" if lost else
+               "met: it lost in neither")
+    return out + [(f"The test set before these families ran: the rule under this prior should not lose to the rule "
+                   f"under the fit without the one-fix search (`{COMMANDS['worlds_fresh_history']}`, "
+                   f"{_machine(without)}) with an interval excluding zero in either. Paired by world, with − "
+                   "without: " + "; ".join(f"{f} {_diff_cell(d)}" for f, d in diffs.items())
+                   + f". The test is {verdict}."), ""]
+
+
 def _rule_worlds(table: dict, family: str) -> int:
     """How many worlds of `family` the rule ran in `table`."""
     return len({r["world"] for r in table["rows"] if r["family"] == family and r["strategy"] == "q_cvu"})
@@ -1131,7 +1160,9 @@ def _gain_prior_text(settings: dict) -> str:
     if not means:
         return name
     # "history" is the fit `bayes-s2r prior --candidates` made before the one-fix search became its default
-    cli = ", `bayes-s2r prior --candidates --no-one-fix`" if name == "history" else ""
+    cli = {"history": ", `bayes-s2r prior --candidates --no-one-fix`",
+           "history-fix-method": (", `bayes-s2r prior --candidates`: one fix per campaign searched too, its "
+                                  "probability by method")}.get(name, "")
     return (f"{name} (each family's team prior fitted from past campaigns on other worlds of it, with each "
             f"method's own mean{cli}; the means chosen, in logits: "
             + "; ".join(f"{f}: " + ", ".join(f"{h} {m:g}" for h, m in sorted(locs.items())) for f, locs in means.items())
@@ -1645,6 +1676,7 @@ SECTIONS = [
              "worlds_start_record", "worlds_history_shared", "worlds_history_shrunk_shared"), worlds),
     Section(("worlds_held_out", "worlds_held_out_shared", "worlds", "worlds_pilots", "worlds_history_shared"),
             worlds_held_out),
+    Section(("worlds_fresh", "worlds_fresh_history"), worlds_fresh),
     Section(("dp_ceiling", "dp_ceiling_rule"), dp_ceiling),
     Section(("worlds_rollout_margin", "dp_ceiling_margin", "dp_ceiling_rule", "worlds", "worlds_pilots",
              "worlds_held_out"), rollout_margin),

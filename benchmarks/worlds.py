@@ -42,9 +42,17 @@ tuned to.
 | `rivals`   | 6 adaptations (three DR, SI, DA, FT), exactly one fix, a DR one 85% of the time |
 |            | (70% drawn among the DR ones, else among all): siblings that are alternatives   |
 
+| `noisy`    | 6 adaptations, at most one fix, paired evaluations of only 16 episodes per arm: |
+|            | the adoption rule keeps or drops policies on weak evidence; pilots of the DA one |
+| `sim_fix`  | 5 adaptations (DR, two SI, DA, FT), at most one fix, an SI one 60% of the time; |
+|            | synergy or conflict common; a policy that starts at J 0.1–0.5                   |
+
 `siblings` and `rivals` were added to decide whether the levels a campaign's candidates share
 should be sized from the team's past campaigns by default: in the first, siblings share a
 component; in the second, one measured at zero makes the others more likely to be the fix.
+`noisy` and `sim_fix` were drawn after `bayes-s2r prior` began to search the one-fix structure
+by default, to test that choice on shapes it was not made on: the rule under it should not lose
+to the rule under the fit without it with an interval excluding zero in either.
 
 Every campaign starts with no execution evidence: robot-touching candidates are shut by
 the gate until a probe (or a simulation-based risk prior) opens it. A campaign declares how
@@ -168,6 +176,12 @@ HELD_OUT = {
     "rivals": Family("rivals", ("DR", "DR", "DR", "SI", "DA", "FT"), fixes=(1, 1), fix_lift=(0.5, 0.9),
                      fix_method="DR", fix_method_p=0.7, small_lift=(-0.03, 0.05), harmful=0.3,
                      budget=(1.4, 6.0, 12.0)),
+    "noisy": Family("noisy", ("DR", "DR", "SI", "DA", "FT", "FT"), fixes=(0, 1), fix_lift=(0.4, 0.8),
+                    small_lift=(-0.05, 0.1), harmful=0.25, start_J=(0.2, 0.6), budget=(1.5, 6.0, 12.0),
+                    pilots=("DA",), episodes=16),
+    "sim_fix": Family("sim_fix", ("DR", "SI", "SI", "DA", "FT"), fixes=(0, 1), fix_lift=(0.4, 0.9),
+                      fix_method="SI", fix_method_p=0.6, small_lift=(-0.03, 0.06), harmful=0.3,
+                      interaction=0.15, start_J=(0.1, 0.5), budget=(1.0, 6.0, 10.0)),
 }
 #: Every family by name, the held-out ones included.
 ALL_FAMILIES = {**FAMILIES, **HELD_OUT}

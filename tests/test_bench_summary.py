@@ -443,6 +443,25 @@ def test_the_method_fix_section_puts_every_strategy_against_the_rule_and_checks_
     assert f"{(0.6 - best) / (0.95 - best):.0%} (from mv_greedy) |" in text
 
 
+def test_the_fresh_families_section_reports_the_test_set_before_they_ran():
+    def table(values, families=None):  # {family: [q_cvu net utility per world]}
+        rows = [{"family": f, "world": w, "strategy": "q_cvu", "net_utility": v, "path": []}
+                for f, vs in values.items() for w, v in enumerate(vs)]
+        summary = {f: {"q_cvu": {k: float(np.mean(vs)) for k in ("net_utility_mean", "final_J_mean")}
+                       | {"unsafe_mean": 0.0, "probe_unsafe_mean": 0.0, "rounds_mean": 2.0}} for f, vs in values.items()}
+        settings = {"worlds": 3, "families": list(values), "rounds": 4, "gain_prior": "history-fix-method",
+                    "team_priors": {}}
+        return {"machine": {"cores": 2, "backend": "cpu"}, "settings": settings, "summary": summary, "rows": rows}
+
+    data = table({"a": [0.5, 0.6, 0.7], "b": [0.2, 0.3, 0.4]})
+    text = "\n".join(summarize.worlds_fresh(data, table({"a": [0.4, 0.5, 0.6], "b": [0.2, 0.35, 0.4]})))
+    assert "after the team prior's default changed" in text and "**a**" in text and "**b**" in text
+    cell = summarize._diff_cell(np.array([0.1, 0.1, 0.1]))
+    assert f"a {cell}" in text and "The test is met: it lost in neither." in text
+    lost = "\n".join(summarize.worlds_fresh(data, table({"a": [0.6, 0.7, 0.8], "b": [0.2, 0.3, 0.4]})))
+    assert "The test is not met: the rule lost in a." in lost
+
+
 def test_the_rollout_margin_section_pairs_each_family_with_the_default_rule_s_table():
     def table(values, paths, **settings):  # {family: [q_cvu net utility per world]}, {family: [path per world]}
         rows = [{"family": f, "world": w, "strategy": "q_cvu", "net_utility": v, "path": paths[f][w]}
