@@ -897,6 +897,7 @@ def _family_tables(data: dict) -> list[str]:
     for family, summary in data["summary"].items():
         gap = summary.get("_gap") or {}
         closed = gap.get("gap_closed")
+        closed = None if closed is None else round(closed, 2) + 0.0  # no "-0%"
         out += [f"**{family}**" + (f": the rule closes {closed:.0%} of the gap from `{gap['best_rival']}` (the best "
                                    "non-oracle strategy with no more unsafe episodes) to `oracle_safe`."
                                    if closed is not None else ""), "",
