@@ -41,7 +41,6 @@ tuned to.
 |            | with chance 0.3 and then every one of its candidates is a fix (lift 0.3–0.7)    |
 | `rivals`   | 6 adaptations (three DR, SI, DA, FT), exactly one fix, a DR one 85% of the time |
 |            | (70% drawn among the DR ones, else among all): siblings that are alternatives   |
-
 | `noisy`    | 6 adaptations, at most one fix, paired evaluations of only 16 episodes per arm: |
 |            | the adoption rule keeps or drops policies on weak evidence; pilots of the DA one |
 | `sim_fix`  | 5 adaptations (DR, two SI, DA, FT), at most one fix, an SI one 60% of the time; |
