@@ -1379,23 +1379,22 @@ def method_fix(data: dict, rivals: dict | None, one_fix_table: dict, plain: dict
                  f"`{COMMANDS['worlds_history_fix']}`:"), "", *_merged_parts(rivals["settings"]),
             "| family | fix probability by method | " + " | ".join(f"{n} − q_cvu" for n in rivals["settings"]["strategies"])
             + " |", "|---" * (len(rivals["settings"]["strategies"]) + 2) + "|"]
+    # the table holding the rule's campaigns under each family's prior (families it never ran under it are left out)
+    rules = {f: r for f in dict.fromkeys([*data["summary"], *rivals["summary"]])
+             if (r := _method_fix_rule(_rivals_prior(f, data, rivals), f, data, one_fix_table))}
     for family in rivals["summary"]:
-        prior = ((rivals["settings"].get("team_priors") or {}).get(family)
-                 or (data["settings"].get("team_priors") or {}).get(family) or {})
-        rule = _method_fix_rule(family, data, rivals, one_fix_table)
-        if rule is None:
+        if family not in rules:
             continue
-        own = ", ".join(f"{h} {q:.2f}" for h, q in sorted((prior.get("method_fix_probs") or {}).items()))
+        fixes = _rivals_prior(family, data, rivals).get("method_fix_probs") or {}
+        own = ", ".join(f"{h} {q:.2f}" for h, q in sorted(fixes.items()))
         out.append(f"| {family} | {own or 'one for all'} | " + " | ".join(
-            _diff_cell(_paired_diffs(rivals, rule, family, n, b_strategy="q_cvu"))
+            _diff_cell(_paired_diffs(rivals, rules[family], family, n, b_strategy="q_cvu"))
             for n in rivals["settings"]["strategies"]) + " |")
-    out += ["", *_method_fix_against_history(data, rivals, one_fix_table, defaults)]
+    out += ["", *_method_fix_against_history(rules, defaults)]
     if plain is None:
         return out
     same, total = _same_campaigns(plain, defaults)
-    every = _every_strategy(rivals, {f: r for f in rivals["summary"] if (r := _method_fix_rule(f, data, rivals,
-                                                                                                 one_fix_table))},
-                            defaults)
+    every = _every_strategy(rivals, {f: rules[f] for f in rivals["summary"] if f in rules}, defaults)
     return out + _worlds_rivals(every, (
         "Every strategy against the rule under this prior: the belief-driven rivals from the table above, and the "
         f"strategies that choose without the gain belief ({', '.join(PLAIN_STRATEGIES)}) from the default tables. "
@@ -1408,11 +1407,9 @@ def method_fix(data: dict, rivals: dict | None, one_fix_table: dict, plain: dict
         "q_cvu\" names the rivals whose paired interval holds 0:"), level=True)
 
 
-def _method_fix_against_history(data: dict, rivals: dict, one_fix_table: dict, defaults: tuple) -> list[str]:
-    """The rule under the per-method one-fix prior minus under the default prior, paired by world,
-    per family whose campaigns under it are known, and pooled."""
-    rules = {f: r for f in dict.fromkeys([*data["summary"], *rivals["summary"]])
-             if (r := _method_fix_rule(f, data, rivals, one_fix_table))}
+def _method_fix_against_history(rules: dict[str, dict], defaults: tuple) -> list[str]:
+    """The rule under the per-method one-fix prior (its table per family, `rules`) minus under the
+    default prior, paired by world, per family and pooled."""
     diffs = {f: _paired_diffs(r, _default_table(f, defaults), f, "q_cvu") for f, r in rules.items()}
     cells = ", ".join(f"{f} {_diff(float(d.mean()), *common.t_interval(d))}" for f, d in diffs.items())
     return [(f"The rule under this prior minus under the default `history` prior, paired by world, in the "
@@ -1434,12 +1431,17 @@ def _same_campaigns(plain: dict, defaults: tuple) -> tuple[int, int]:
 PLAIN_STRATEGIES = ("round_robin", "dr_only", "si_then_dr", "dr_then_ft", "oracle_safe")
 
 
-def _method_fix_rule(family: str, data: dict, rivals: dict, one_fix_table: dict) -> dict | None:
-    """The table holding the rule's campaigns under the per-method one-fix prior of `family`."""
+def _rivals_prior(family: str, data: dict, rivals: dict) -> dict:
+    """`family`'s per-method one-fix team prior, as the rivals' table (else the rule's) recorded it."""
+    return ((rivals["settings"].get("team_priors") or {}).get(family)
+            or (data["settings"].get("team_priors") or {}).get(family) or {})
+
+
+def _method_fix_rule(prior: dict, family: str, data: dict, one_fix_table: dict) -> dict | None:
+    """The table holding the rule's campaigns under `family`'s per-method one-fix `prior`: `data`
+    where it ran the family, else the one-q table where the prior is its own; else None."""
     if family in data["summary"]:
         return data
-    prior = ((rivals["settings"].get("team_priors") or {}).get(family)
-             or (data["settings"].get("team_priors") or {}).get(family) or {})
     return _one_q_rule(family, prior, one_fix_table)
 
 

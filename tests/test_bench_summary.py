@@ -444,7 +444,7 @@ def test_the_method_fix_section_puts_every_strategy_against_the_rule_and_checks_
 
 
 def test_the_fresh_families_section_reports_the_test_set_before_they_ran():
-    def table(values, families=None):  # {family: [q_cvu net utility per world]}
+    def table(values):  # {family: [q_cvu net utility per world]}
         rows = [{"family": f, "world": w, "strategy": "q_cvu", "net_utility": v, "path": []}
                 for f, vs in values.items() for w, v in enumerate(vs)]
         summary = {f: {"q_cvu": {k: float(np.mean(vs)) for k in ("net_utility_mean", "final_J_mean")}
