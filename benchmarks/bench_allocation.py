@@ -77,8 +77,12 @@ PRICES = {"real": 0.02, "compute": 0.05, "eng": 0.005}
 #: On these worlds that is a Student-t candidate level (ν = 2) at the largest scale searched
 #: (4): an intervention either fixes the failure or does not. `--gain-prior '{}'`
 #: runs the library's default `GainPrior` instead (normal candidate level of scale 2); the
-#: README reports each table under both.
+#: README reports each table under both. "history-fix" fits the prior as `bayes-s2r prior
+#: --candidates` does by default: each method's mean and the one-fix structure with each
+#: method's own fix probability searched too.
 TEAM_GAIN_PRIOR = "history"
+#: The `--gain-prior` values fitted from past campaigns.
+HISTORY_PRIORS = ("history", "history-fix")
 
 #: Seed of the past campaigns that `--gain-prior history` fits the team prior from.
 HISTORY_SEED = 7
@@ -88,30 +92,45 @@ _LIBRARY_CVU_SAMPLES = CAMPAIGN_DECIDE["cvu_samples"]
 
 
 def _gain_prior_arg(text: str):
-    if text == "history":
+    if text in HISTORY_PRIORS:
         return text
     value = json.loads(text)
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"{text!r}: a JSON object of GainPrior fields, or 'history'")
+        raise argparse.ArgumentTypeError(f"{text!r}: a JSON object of GainPrior fields, or one of {HISTORY_PRIORS}")
     return value
 
 
-def history_priors(table, worlds, args) -> dict[str, dict]:
+def history_priors(table, worlds, args, one_fix: bool = False) -> dict[str, dict]:
     """Per world, the team prior fitted (`bayes_s2r.fit_gain_prior`) from one past campaign on
     each *other* world of the table: what a lab that worked on those robots before would
-    bring to this one. The world itself never informs its own prior. Returns, per world, the
-    fitted GainPrior fields and what the fit saw."""
+    bring to this one. The world itself never informs its own prior. With `one_fix`, as
+    `bayes-s2r prior --candidates` fits it by default (each method's mean, the one-fix
+    structure and each method's fix probability searched). Returns, per world, the fitted
+    GainPrior fields and what the fit saw."""
     import bayes_s2r as bs
+    from bayes_s2r.belief.team_prior import (
+        DEFAULT_FIX_PROBS,
+        DEFAULT_METHOD_FIX_CONCENTRATIONS,
+        DEFAULT_METHOD_LOCS,
+    )
 
     candidates = bench_candidates(args.eval_episodes)
+    methods = {c.name: c.method for c in candidates if c.role == "adaptation"}
+    search = ({"methods": methods, "method_locs": DEFAULT_METHOD_LOCS, "fix_probs": DEFAULT_FIX_PROBS,
+               "method_fix_concentrations": DEFAULT_METHOD_FIX_CONCENTRATIONS} if one_fix else {})
     out = {}
     for world in worlds:
         past = [history_records(table, w, candidates, episodes=args.eval_episodes, seed=HISTORY_SEED)
                 for w in table.worlds() if w != world]
-        fit = bs.fit_gain_prior(past)
-        out[world] = {"prior": {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df,
-                                "gain_loc": fit.prior.gain_loc},
-                      "effects": fit.effects, "log_bayes_factor_vs_normal": round(fit.best_minus_normal, 3)}
+        fit = bs.fit_gain_prior(past, **search)
+        prior = {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df,
+                 "gain_loc": fit.prior.gain_loc}
+        if one_fix:
+            prior.update(method_locs=dict(fit.prior.method_locs), fix_prob=fit.prior.fix_prob,
+                         fix_loc=fit.prior.fix_loc, fix_scale=fit.prior.fix_scale,
+                         method_fix_probs=dict(fit.prior.method_fix_probs))
+        out[world] = {"prior": prior, "effects": fit.effects,
+                      "log_bayes_factor_vs_normal": round(fit.best_minus_normal, 3)}
     return out
 
 #: Closed-form worlds of `--synthetic` (share of headroom each step recovers).
@@ -312,8 +331,9 @@ def main(argv=None) -> dict:
     p.add_argument("--svi-steps", type=int, default=1500)
     p.add_argument("--gain-prior", type=_gain_prior_arg, default=TEAM_GAIN_PRIOR,
                    help="the belief-based strategies' prior: 'history' (default: per world, fitted "
-                        "from past campaigns on the other worlds) or a JSON object of GainPrior fields "
-                        "('{}': the library's defaults)")
+                        "from past campaigns on the other worlds), 'history-fix' (the same as `bayes-s2r prior "
+                        "--candidates` fits it by default: method means and the one-fix structure searched too) "
+                        "or a JSON object of GainPrior fields ('{}': the library's defaults)")
     p.add_argument("--cvu-samples", type=int, default=_LIBRARY_CVU_SAMPLES,
                    help="outcomes per candidate in the look-ahead (default: CampaignConfig's)")
     p.add_argument("--repeat-share", type=float, default=0.0,
@@ -346,12 +366,14 @@ def main(argv=None) -> dict:
         worlds = list(WORLDS) if args.worlds == "all" else [w.strip() for w in args.worlds.split(",")]
     start = time.perf_counter()
     args.world_priors = {}
-    if args.gain_prior == "history":
-        args.world_priors = history_priors(table, worlds, args)
+    fitted_as = args.gain_prior if args.gain_prior in HISTORY_PRIORS else None
+    if fitted_as is not None:
+        args.world_priors = history_priors(table, worlds, args, one_fix=fitted_as == "history-fix")
         args.gain_prior = {}
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "cache", "world_priors")}
     if args.world_priors:
         settings["gain_prior"] = {"fitted_from": "one past campaign on each other world (history_records)",
+                                  **({"search": "bayes-s2r prior --candidates"} if fitted_as == "history-fix" else {}),
                                   "per_world": args.world_priors}
     settings.update(
         worlds={w: WORLDS.get(w, "synthetic") for w in worlds}, strategies=strategies,

@@ -60,6 +60,7 @@ TEAM_PRIORS = {
     "history-baseline": {"method_means": True, "baseline_level": True},
     "history-fix": {"method_means": True, "one_fix": True},
     "history-fix-method": {"method_means": True, "method_fix": True},
+    "history-fix-method-hierarchy": {"method_means": True, "method_fix": True, "scale_hierarchy": True},
 }
 
 DEFAULT_STRATEGIES = ("q_cvu", "q_cvu@g0", "q_beta0", "mv_greedy", "thompson", "pandora", "round_robin", "dr_only",
@@ -310,7 +311,8 @@ def main(argv=None) -> dict:
                         "(baseline_level=True); history-fix: history with the one-fix structure searched (fix_probs="
                         "DEFAULT_FIX_PROBS); history-fix-method: history-fix with each method's own fix probability "
                         "shrunk toward one (method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS), what "
-                        "`bayes-s2r prior --candidates` fits by default; library: the library's default GainPrior. "
+                        "`bayes-s2r prior --candidates` fits by default; history-fix-method-hierarchy: history-fix-method with "
+                        "the whole effect hierarchy sized (scale_hierarchy=True); library: the library's default GainPrior. "
                         "The default, history, keeps the stored tables' prior (`bayes-s2r prior --candidates --no-one-fix`)")
     p.add_argument("--history-campaigns", type=int, default=12,
                    help="past campaigns the team prior is fitted from (worlds.history; ignored with --gain-prior library)")

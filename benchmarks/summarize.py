@@ -36,6 +36,9 @@ PAGE = "docs/results.md"
 #: The suffix of an allocation table run under the library's default gain prior (`--gain-prior '{}'`)
 #: rather than the team prior fitted from the other worlds.
 LIBRARY_PRIOR = "_library_prior"
+#: The suffix of an allocation table run under the team prior fitted as `bayes-s2r prior --candidates`
+#: fits it by default, the one-fix structure searched too (`--gain-prior history-fix`).
+ONE_FIX_PRIOR = "_one_fix_prior"
 
 #: The rows a rival of the toolkit's rule is not: the rule itself and the two oracles.
 NOT_RIVALS = ("q_cvu", "oracle", "oracle_safe")
@@ -47,10 +50,11 @@ COMMANDS = {
     "allocation_scarce_pilots": ("python benchmarks/bench_allocation.py --worlds all --seeds 100 --budget-real 1.6 "
                                  "--pilot-episodes 12 "
                                  "--out benchmarks/results/allocation_scarce_pilots.json"),
-    **{f"{name}{LIBRARY_PRIOR}": (f"python benchmarks/bench_allocation.py --worlds all --seeds 100 {flags}"
-                                  f"--gain-prior '{{}}' --out benchmarks/results/{name}{LIBRARY_PRIOR}.json")
+    **{f"{name}{suffix}": (f"python benchmarks/bench_allocation.py --worlds all --seeds 100 {flags}"
+                           f"--gain-prior {prior} --out benchmarks/results/{name}{suffix}.json")
        for name, flags in (("allocation", ""), ("allocation_scarce", "--budget-real 1.6 "),
-                           ("allocation_scarce_pilots", "--budget-real 1.6 --pilot-episodes 12 "))},
+                           ("allocation_scarce_pilots", "--budget-real 1.6 --pilot-episodes 12 "))
+       for suffix, prior in ((LIBRARY_PRIOR, "'{}'"), (ONE_FIX_PRIOR, "history-fix"))},
     "allocation_scarce_pilots_g0": ("python benchmarks/bench_allocation.py --worlds all --seeds 100 --budget-real 1.6 "
                                     "--pilot-episodes 12 --continuation g0 --lookahead-depth 2 "
                                     "--out benchmarks/results/allocation_scarce_pilots_g0.json"),
@@ -174,6 +178,13 @@ COMMANDS = {
                      "dr_only,si_then_dr,dr_then_ft,oracle_safe --out benchmarks/results/worlds_fresh.json"),
     "worlds_fresh_history": ("python benchmarks/bench_worlds.py --families noisy,sim_fix --worlds 200 --jobs 2 "
                              "--gain-prior history --strategies q_cvu --out benchmarks/results/worlds_fresh_history.json"),
+    "worlds_history_fix_method_hierarchy": (
+        "python benchmarks/bench_worlds.py --families easy,needle,small,robot,pandora,pilots,wide,late,mixed,failing,"
+        "siblings,rivals,noisy,sim_fix --worlds 200 --jobs 2 --gain-prior history-fix-method-hierarchy --strategies q_cvu "
+        "--out benchmarks/results/worlds_history_fix_method_hierarchy.json"),
+    "prior_check_one_fix": ("python benchmarks/bench_prior_check.py --families easy,needle,small,robot,pilots,pandora,"
+                            "wide,late,mixed,failing,siblings,rivals,noisy,sim_fix --priors history-fix-method "
+                            "history-fix-method-hierarchy --out benchmarks/results/prior_check_one_fix.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -262,8 +273,9 @@ def _flips(rows: list[dict]) -> str:
     return f"{mean('flip_probability_first')} / {mean('flip_probability_later')}"
 
 
-def allocation_overview(tables: list[tuple[str, dict, dict | None]]) -> list[str]:
-    """One line per allocation table (name, data, library-prior companion or None), over the worlds."""
+def allocation_overview(tables: list[tuple[str, dict, dict | None, dict | None]]) -> list[str]:
+    """One line per allocation table (name, data, and its library-prior and one-fix-prior companions
+    or None), over the worlds."""
     out = ["## Allocation quality at a glance", "",
            ("Each line sums up one of the tables below over its worlds and seeds: mean true J_real of the "
             "deployed policy; the best other non-oracle strategy, with the 95% paired interval of (it − q_cvu) "
@@ -273,11 +285,14 @@ def allocation_overview(tables: list[tuple[str, dict, dict | None]]) -> list[str
             "the rule closes. The flip probability is the rule's own account of how close its call was "
             "(1 − the posterior probability that its choice is the best), for its first choice and its later "
             "ones, averaged over the worlds; a value near 1 − 1/k says that the belief cannot tell k candidates "
-            "apart."), "",
+            "apart. The last two columns give the rule's J under the library's default prior and under the "
+            "team prior fitted with the one-fix structure, as `bayes-s2r prior --candidates` fits it by "
+            "default (with the number of that table's non-oracle strategies below it with an interval that "
+            "excludes zero)."), "",
            ("| budget | q_cvu | unsafe | best other strategy | rivals below | gap closed | flip probability "
-            "(first / later) | q_cvu, library prior |"),
-           "|---|---|---|---|---|---|---|---|"]
-    for name, data, library in tables:
+            "(first / later) | q_cvu, library prior | q_cvu, one-fix team prior |"),
+           "|---|---|---|---|---|---|---|---|---|"]
+    for name, data, library, one_fix in tables:
         over = data["over_worlds"]
         rivals = [k for k in data["settings"]["strategies"] if k not in NOT_RIVALS]
         best = max(rivals, key=lambda k: over[k]["final_J_mean"])
@@ -286,10 +301,16 @@ def allocation_overview(tables: list[tuple[str, dict, dict | None]]) -> list[str
         gap = (f"{gaps['oracle']:.0%}" if "oracle" in gaps else "—") + (
             f" ({gaps['oracle_safe']:.0%})" if "oracle_safe" in gaps else "")
         lib = f"{library['over_worlds']['q_cvu']['final_J_mean']:.3f}" if library else "—"
+        fix = "—"
+        if one_fix:
+            fix_over = one_fix["over_worlds"]
+            fix_rivals = [k for k in one_fix["settings"]["strategies"] if k not in NOT_RIVALS]
+            fix = (f"{fix_over['q_cvu']['final_J_mean']:.3f} ({sum(fix_over[k]['final_J_ci_high'] < 0 for k in fix_rivals)}"
+                   f" of {len(fix_rivals)} below)")
         out.append(f"| {_budget(data['settings'])} | {over['q_cvu']['final_J_mean']:.3f} | "
                    f"{over['q_cvu']['safety_violations']:.1f} | {_paired(over, best, 'final_J')}; "
                    f"{over[best]['safety_violations']:.1f} | {below} of {len(rivals)} | {gap} | "
-                   f"{_flips(data['results'])} | {lib} |")
+                   f"{_flips(data['results'])} | {lib} | {fix} |")
     return out + [""]
 
 
@@ -334,6 +355,31 @@ def _library_prior(data: dict, library: dict, name: str) -> list[str]:
                                         for k in ls["strategies"]) + "." + _gap_sentence(over)
              + " The toolkit's rule under the fitted prior against each other strategy under the library's "
              "(paired over seeds): " + ", ".join(_paired(cross, k, "final_J") for k in rivals) + "."), ""]
+
+
+def _one_fix_prior(data: dict, one_fix: dict, name: str) -> list[str]:
+    """The same table under the team prior fitted with the one-fix structure searched, as
+    `bayes-s2r prior --candidates` fits it by default, and the rule under it paired against
+    the rule under the table's own prior (same seeds and worlds)."""
+    s, fs = data["settings"], one_fix["settings"]
+    if (s["seeds"], s["seed_start"], list(s["worlds"])) != (fs["seeds"], fs["seed_start"], list(fs["worlds"])):
+        return []
+    over = one_fix["over_worlds"]
+    fits = [f["prior"] for f in _fitted_fits(one_fix).values()]
+    chosen = sorted({(p.get("fix_prob"), p.get("fix_loc"), p.get("fix_scale")) for p in fits}, key=str)
+    what = "; ".join(f"each candidate the fix with probability {q:g}, its effect N({m:g}, {w:g}²) logits"
+                     for q, m, w in chosen)
+    rivals = [k for k in fs["strategies"] if k not in NOT_RIVALS]
+    below = sum(over[k]["final_J_ci_high"] < 0 for k in rivals)
+    return [(f"Under the team prior fitted with the one-fix structure searched too, as `bayes-s2r prior --candidates` "
+             f"fits it by default (`{COMMANDS[name + ONE_FIX_PRIOR]}`, {_machine(one_fix)}; per world: {what}), over "
+             "the worlds: " + ", ".join(f"{_paired(over, k, 'final_J')}; {over[k]['safety_violations']:.1f}"
+                                        for k in fs["strategies"])
+             + f". There the rule is above {below} of the {len(rivals)} non-oracle strategies with a paired interval "
+             "that excludes zero." + _gap_sentence(over) + " Its net utility, the same way: "
+             + ", ".join(_paired(over, k, "net_utility") for k in fs["strategies"])
+             + f". The rule under it against under the prior above, paired over seeds: final J {_paired_seeds(one_fix, data)}, "
+             f"net utility {_paired_seeds(one_fix, data, 'net_utility_by_seed')}."), ""]
 
 
 def _worlds_at_the_ceiling(data: dict, tol: float = 0.01) -> list[str]:
@@ -382,7 +428,7 @@ def _per_strategy(data: dict) -> list[str]:
 
 
 def allocation(data: dict, name: str = "allocation", title: str = "Allocation quality",
-               note: str | None = None, library: dict | None = None) -> list[str]:
+               note: str | None = None, library: dict | None = None, one_fix: dict | None = None) -> list[str]:
     s = data["settings"]
     out = _head(name, title, data) + ([note, ""] if note else []) + _stale(data)
     out += [(f"{len(s['worlds'])} hidden worlds × {s['seeds']} seeds × up to {s['rounds']} rounds, the same "
@@ -431,7 +477,7 @@ def allocation(data: dict, name: str = "allocation", title: str = "Allocation qu
                                  for k in strategies)
                      + f". Over the worlds the toolkit's rule is above {below} of the {len(rivals)} non-oracle "
                      "strategies with a paired interval that excludes zero." + _gap_sentence(over)),
-                "", "<details><summary>Net utility, spending, deployment checks and regret per strategy" + (
+                "", *(_one_fix_prior(data, one_fix, name) if one_fix else []), "<details><summary>Net utility, spending, deployment checks and regret per strategy" + (
                     ", and the same table under the library's default prior"
                                                         if companion else "") + "</summary>",
                 "", ("Net utility (final J − λ0·spent, what the rule maximises), the same way: "
@@ -440,17 +486,18 @@ def allocation(data: dict, name: str = "allocation", title: str = "Allocation qu
     return out + [""]
 
 
-def allocation_scarce(data: dict, library: dict | None = None) -> list[str]:
+def allocation_scarce(data: dict, library: dict | None = None, one_fix: dict | None = None) -> list[str]:
     note = ("Robot time for two tries and no pilots: no strategy learns anything about an adaptation before it "
             "runs it. The rule's belief then barely tells the adaptations apart (its flip probability, in the "
             "overview above), so the order of the two tries is close to a coin flip for it, and a strategy whose "
             "fixed or cost-based order happens to suit this set of worlds can come out ahead. The next table "
             "adds what the rule would buy to break that tie.")
-    return allocation(data, "allocation_scarce", "Allocation quality on a scarce budget", note, library)
+    return allocation(data, "allocation_scarce", "Allocation quality on a scarce budget", note, library, one_fix)
 
 
 def allocation_scarce_pilots(data: dict, library: dict | None = None, g0: dict | None = None,
-                             baseline: tuple[dict | None, dict | None] = (None, None)) -> list[str]:
+                             baseline: tuple[dict | None, dict | None] = (None, None),
+                             one_fix: dict | None = None) -> list[str]:
     n = data["settings"]["pilot_episodes"]
     note = (f"The same candidates plus one pilot per adaptation that does not act on the robot: it builds "
             f"the adapted policy and evaluates it with {n} episodes per arm without deploying it (its gain is "
@@ -468,7 +515,7 @@ def allocation_scarce_pilots(data: dict, library: dict | None = None, g0: dict |
     note += ("Only the toolkit's rule values what a pilot tells; the other strategies' rows are those of the table "
              "above, except Thompson sampling's, whose draw picks a pilot when it prices every adaptation below "
              "the pilot's cost.")
-    out = allocation(data, "allocation_scarce_pilots", "Scarce budget, with pilot diagnoses", note, library)
+    out = allocation(data, "allocation_scarce_pilots", "Scarce budget, with pilot diagnoses", note, library, one_fix)
     return out + (_pilots_g0(data, g0) if g0 else []) + (_pilots_baseline(data, g0, *baseline) if all(baseline) else [])
 
 
@@ -1476,6 +1523,42 @@ def _one_q_rule(family: str, prior: dict, one_fix_table: dict) -> dict | None:
     return one_fix_table if (one_fix_table["settings"].get("team_priors") or {}).get(family) == same else None
 
 
+def one_fix_hierarchy(data: dict, check: dict | None, method_fix_table: dict, rivals: dict, one_fix_table: dict,
+                      fresh: dict) -> list[str]:
+    """The rule under the default team prior with its whole effect hierarchy sized, against under the
+    default (`method_fix_table`, else `one_fix_table` where the prior is the same, else `fresh`),
+    paired by world, next to what each prior expects a try to bring and what a first try truly brings."""
+    out = ["## The team prior's whole hierarchy sized, under the one-fix structure", "",
+           f"`{COMMANDS['worlds_history_fix_method_hierarchy']}` ({_machine(data)})", "",
+           ("The default team prior (`bayes-s2r prior --candidates`: each method's mean and fix probability fitted) "
+            "sizes the candidate level alone; the levels a campaign's candidates share keep the library's scales "
+            "(0.5, 0.5, 0.3 logits) and add their spread on top. With `scale_hierarchy=True` they are sized with "
+            "the candidate level (`--gain-prior history-fix-method-hierarchy`). The prior check "
+            + (f"(`{COMMANDS['prior_check_one_fix']}`, {_machine(check)}) " if check else "")
+            + "gives the share of past effects inside their 90% prior intervals and the gain per try each prior "
+            "expects, next to what a first try truly brings; the rule's net utility under the sized hierarchy is "
+            "paired by world with the rule under the default prior."), "", *_stale(data), *_merged_parts(data["settings"]),
+           ("| family | true gain | default: inside 90%, gain expected | sized: inside 90%, gain expected | "
+            "q_cvu, sized | sized − default, 95% | paths changed |"), "|---|---|---|---|---|---|---|"]
+    checks = {r["family"]: r for r in (check or {}).get("results", [])}
+    every = []
+    for family, summary in data["summary"].items():
+        default = (fresh if family in fresh["summary"] else
+                   _method_fix_rule(_rivals_prior(family, method_fix_table, rivals), family, method_fix_table,
+                                    one_fix_table))
+        if default is None:
+            continue
+        every.append(_paired_diffs(data, default, family, "q_cvu"))
+        c = checks.get(family)
+        cells = (["—"] * 3 if c is None else
+                 [f"{c['true_gain']:.3f}", *(f"{c['priors'][p]['coverage']:.0%}, {c['priors'][p]['gain_expected']:.3f}"
+                                             for p in ("history-fix-method", "history-fix-method-hierarchy"))])
+        out.append(f"| {family} | " + " | ".join(cells) + f" | {summary['q_cvu']['net_utility_mean']:.3f} | "
+                   f"{_diff_cell(every[-1])} | {_paths_changed(data, default, family)} of {len(every[-1])} |")
+    return out + [f"| all families together | | | | | {_diff_cell(np.concatenate(every))} | |", "",
+                  "It would be the default only if no family lost with an interval excluding 0.", ""]
+
+
 def team_prior_variants(long: dict, baseline: dict | None, held_out: dict | None) -> list[str]:
     """The rule and its rivals, every strategy under the same prior, where the team prior comes
     from a longer history, or places the starting policies where past campaigns started."""
@@ -1643,26 +1726,28 @@ ALLOCATION_TABLES = ("allocation", "allocation_scarce", "allocation_scarce_pilot
 
 def _overview(*data: dict | None) -> list[str]:
     """The at-a-glance lines, once more than one allocation table was measured."""
-    pairs = list(zip(data[::2], data[1::2]))
-    tables = [(name, d, library) for name, (d, library) in zip(ALLOCATION_TABLES, pairs)
+    triples = list(zip(data[::3], data[1::3], data[2::3]))
+    tables = [(name, d, library, one_fix) for name, (d, library, one_fix) in zip(ALLOCATION_TABLES, triples)
               if d and "over_worlds" in d]
     return allocation_overview(tables) if len(tables) > 1 else []
 
 
-def _with_library(fn):
-    """An allocation table with its library-prior companion, when there is one."""
-    return lambda data, library: fn(data, library=library) if library else fn(data)
+def _with_companions(fn):
+    """An allocation table with its library-prior and one-fix-prior companions, where there are."""
+    return lambda data, library, one_fix: fn(data, library=library, one_fix=one_fix)
 
 
 SECTIONS = [
-    Section(tuple(f for name in ALLOCATION_TABLES for f in (name, name + LIBRARY_PRIOR)), _overview,
-            required=False),
-    Section(("allocation", "allocation" + LIBRARY_PRIOR), _with_library(allocation)),
-    Section(("allocation_scarce", "allocation_scarce" + LIBRARY_PRIOR), _with_library(allocation_scarce)),
+    Section(tuple(f for name in ALLOCATION_TABLES for f in (name, name + LIBRARY_PRIOR, name + ONE_FIX_PRIOR)),
+            _overview, required=False),
+    Section(("allocation", "allocation" + LIBRARY_PRIOR, "allocation" + ONE_FIX_PRIOR), _with_companions(allocation)),
+    Section(("allocation_scarce", "allocation_scarce" + LIBRARY_PRIOR, "allocation_scarce" + ONE_FIX_PRIOR),
+            _with_companions(allocation_scarce)),
     Section(("allocation_scarce_pilots", "allocation_scarce_pilots" + LIBRARY_PRIOR, "allocation_scarce_pilots_g0",
-             "allocation_scarce_pilots_baseline", "allocation_scarce_pilots_g0_baseline"),
-            lambda data, library, g0, base, g0_base: allocation_scarce_pilots(data, library=library, g0=g0,
-                                                                              baseline=(base, g0_base))),
+             "allocation_scarce_pilots_baseline", "allocation_scarce_pilots_g0_baseline",
+             "allocation_scarce_pilots" + ONE_FIX_PRIOR),
+            lambda data, library, g0, base, g0_base, one_fix: allocation_scarce_pilots(
+                data, library=library, g0=g0, baseline=(base, g0_base), one_fix=one_fix)),
     Section(("decide",), decide),
     Section(("fit",), fit),
     Section(("sbc_gains", "sbc_gains_team_prior", "allocation", "sbc_gains_one_fix"),
@@ -1694,6 +1779,8 @@ SECTIONS = [
             one_fix),
     Section(("worlds_history_fix_method", "worlds_history_fix_method_rivals", "worlds_history_fix",
              "worlds_history_fix_method_plain", "worlds", "worlds_pilots", "worlds_held_out"), method_fix),
+    Section(("worlds_history_fix_method_hierarchy", "prior_check_one_fix", "worlds_history_fix_method",
+             "worlds_history_fix_method_rivals", "worlds_history_fix", "worlds_fresh"), one_fix_hierarchy),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -50,7 +50,7 @@ def test_a_section_is_one_function_and_one_entry(tmp_path, monkeypatch):
     assert text.count("## Random worlds") == 1 and "mean 0.5" in text  # a missing file's section is skipped
 
 
-def test_an_allocation_table_reports_its_fitted_prior_and_the_library_prior_companion(tmp_path):
+def test_an_allocation_table_reports_its_fitted_prior_and_its_companion_tables(tmp_path):
     import bench_allocation
     import common
 
@@ -98,10 +98,30 @@ def test_an_allocation_table_reports_its_fitted_prior_and_the_library_prior_comp
     glance = text.split("## Allocation quality at a glance")[1].split("\n## ")[0]
     rows = [r for r in glance.splitlines() if r.startswith(line)]
     assert len(rows) == 2  # the companion's q_cvu ends the line of the table that has one
-    assert rows[0].endswith(f"| {library['over_worlds']['q_cvu']['final_J_mean']:.3f} |")
-    assert rows[1].endswith("| — |")
+    assert rows[0].endswith(f"| {library['over_worlds']['q_cvu']['final_J_mean']:.3f} | — |")
+    assert rows[1].endswith("| — | — |")
     flips = [r["flip_probability_first"] for r in fitted["results"] if r["strategy"] == "q_cvu"]
     assert f"| {sum(flips) / len(flips):.2f} / " in rows[0]  # the rule's first-choice flip probability
+
+    # the same table under the team prior fitted with the one-fix structure searched, as `bayes-s2r prior` does
+    one_fix = bench_allocation.main([*args, "--gain-prior", "history-fix",
+                                     "--out", str(tmp_path / f"allocation{summarize.ONE_FIX_PRIOR}.json")])
+    fits = one_fix["settings"]["gain_prior"]["per_world"]
+    assert all("fix_prob" in fit["prior"] for fit in fits.values())
+    text = summarize.summarize(tmp_path)
+    paragraph = next(x for x in text.splitlines() if x.startswith("Under the team prior fitted with the one-fix"))
+    assert summarize.COMMANDS["allocation" + summarize.ONE_FIX_PRIOR] in paragraph
+    for fit in fits.values():
+        assert f"each candidate the fix with probability {fit['prior']['fix_prob']:g}" in paragraph
+    fix_over = one_fix["over_worlds"]
+    assert f"q_beta0 {fix_over['q_beta0']['final_J_mean']:.3f} [{fix_over['q_beta0']['final_J_ci_low']:+.3f}" in paragraph
+    # the rule under it against under the table's own prior, paired over seeds
+    x = np.mean([r["final_J_by_seed"] for r in one_fix["results"] if r["strategy"] == "q_cvu"], axis=0)
+    y = np.mean([r["final_J_by_seed"] for r in fitted["results"] if r["strategy"] == "q_cvu"], axis=0)
+    assert f"final J {x.mean():.3f} against {y.mean():.3f} (difference {x.mean() - y.mean():+.3f}" in paragraph
+    glance = text.split("## Allocation quality at a glance")[1].split("\n## ")[0]
+    below = sum(fix_over[k]["final_J_ci_high"] < 0 for k in ("q_beta0", "dr_only"))
+    assert f"| {fix_over['q_cvu']['final_J_mean']:.3f} ({below} of 2 below) |" in glance
 
 
 def test_calibration_under_the_team_prior_names_the_prior_the_allocation_tables_fitted(tmp_path):
@@ -501,3 +521,28 @@ def test_the_rollout_margin_section_pairs_each_family_with_the_default_rule_s_ta
     assert "the rule without its margin, `diagnosis_margin=0` on b" in text and "It would be the default" not in text
     assert f"| b | 0.167 | {summarize._diff_cell(np.array([0.0, -0.1, 0.0]))} | 1 of 3 |" in text
     assert "| family | q_cvu, no margin | no margin − default, 95% |" in text
+
+
+def test_the_sized_hierarchy_section_pairs_the_rule_with_the_default_prior_s_table_of_each_family():
+    def table(values, priors=None):
+        rows = [{"family": f, "world": w, "strategy": "q_cvu", "net_utility": v, "path": [str(v)]}
+                for f, vs in values.items() for w, v in enumerate(vs)]
+        summary = {f: {"q_cvu": {"net_utility_mean": float(np.mean(vs))}} for f, vs in values.items()}
+        return {"machine": {"cores": 2, "backend": "cpu"}, "settings": {"team_priors": priors or {}},
+                "summary": summary, "rows": rows}
+
+    sized = table({"a": [0.5, 0.4], "b": [0.3, 0.3], "c": [0.2, 0.6]})
+    method_fix = table({"a": [0.3, 0.4]})  # a: each method its own fix probability
+    one_q = table({"b": [0.1, 0.2]}, priors={"b": {"fix_prob": 0.1}})  # b: one for all, the one-q table's prior
+    rivals = table({}, priors={"a": {"method_fix_probs": {"FT": 0.3}}, "b": {"fix_prob": 0.1, "method_fix_probs": {}}})
+    fresh = table({"c": [0.2, 0.5]})
+    check = {"machine": {"cores": 2, "backend": "cpu"},
+             "results": [{"family": "a", "true_gain": 0.02, "priors": {
+                 "history-fix-method": {"coverage": 0.99, "gain_expected": 0.08},
+                 "history-fix-method-hierarchy": {"coverage": 0.9, "gain_expected": 0.03}}}]}
+    text = "\n".join(summarize.one_fix_hierarchy(sized, check, method_fix, rivals, one_q, fresh))
+    cell = summarize._diff_cell
+    assert f"| a | 0.020 | 99%, 0.080 | 90%, 0.030 | 0.450 | {cell(np.array([0.2, 0.0]))} | 1 of 2 |" in text
+    assert f"| b | — | — | — | 0.300 | {cell(np.array([0.2, 0.1]))} | 2 of 2 |" in text
+    assert f"| c | — | — | — | 0.400 | {cell(np.array([0.0, 0.1]))} | 1 of 2 |" in text
+    assert f"| all families together | | | | | {cell(np.array([0.2, 0.0, 0.2, 0.1, 0.0, 0.1]))} | |" in text

@@ -87,6 +87,33 @@ def test_a_history_prior_is_fitted_per_world_from_the_other_worlds_and_reaches_t
         assert fit["prior"] in seen  # the campaigns of that world were configured with it
 
 
+def test_a_one_fix_history_prior_is_the_one_the_prior_command_fits_by_default(tmp_path):
+    from typer.testing import CliRunner
+
+    import bayes_s2r.cli_decide  # noqa: F401  (registers the prior command on the app)
+    from bayes_s2r.cli import app
+    from bayes_s2r.evidence.io import dump_candidates, write_json
+
+    result = bench_allocation.main(["--synthetic", "--seeds", "1", "--rounds", "1", "--svi-steps", "50",
+                                    "--cvu-samples", "8", "--strategies", "q_cvu", "--gain-prior", "history-fix"])
+    assert result["settings"]["gain_prior"]["search"] == "bayes-s2r prior --candidates"
+    fits = result["settings"]["gain_prior"]["per_world"]
+    candidates = bench_candidates(48)
+    dump_candidates([c for c in candidates if c.role == "adaptation"], tmp_path / "candidates.toml")
+    for world, fit in fits.items():
+        other = next(w for w in fits if w != world)
+        past = history_records(SyntheticTable(bench_allocation.SYNTHETIC), other, candidates,
+                               episodes=48, seed=bench_allocation.HISTORY_SEED)
+        write_json(past, tmp_path / f"{other}.json")
+        printed = CliRunner().invoke(app, ["prior", str(tmp_path / f"{other}.json"),
+                                           "--candidates", str(tmp_path / "candidates.toml"), "--json"])
+        assert printed.exit_code == 0, printed.output
+        expected = json.loads(printed.stdout)["prior"]  # the per-method fields as (name, value) pairs
+        expected.update({k: dict(expected[k]) for k in ("method_locs", "method_fix_probs")})
+        assert fit["prior"] == {k: expected[k] for k in fit["prior"]}
+        assert set(fit["prior"]) >= {"fix_prob", "fix_loc", "fix_scale", "method_fix_probs", "method_locs"}
+
+
 def test_over_the_worlds_pairs_each_seed_s_world_mean_against_the_rule():
     def row(world, strategy, finals):
         return {"world": world, "strategy": strategy, "final_J_by_seed": finals, "safety_violations": 1.0,
