@@ -477,7 +477,8 @@ def allocation(data: dict, name: str = "allocation", title: str = "Allocation qu
                                  for k in strategies)
                      + f". Over the worlds the toolkit's rule is above {below} of the {len(rivals)} non-oracle "
                      "strategies with a paired interval that excludes zero." + _gap_sentence(over)),
-                "", *(_one_fix_prior(data, one_fix, name) if one_fix else []), "<details><summary>Net utility, spending, deployment checks and regret per strategy" + (
+                "", *(_one_fix_prior(data, one_fix, name) if one_fix else []),
+                "<details><summary>Net utility, spending, deployment checks and regret per strategy" + (
                     ", and the same table under the library's default prior"
                                                         if companion else "") + "</summary>",
                 "", ("Net utility (final J − λ0·spent, what the rule maximises), the same way: "
