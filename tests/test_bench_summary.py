@@ -106,6 +106,7 @@ def test_an_allocation_table_reports_its_fitted_prior_and_its_companion_tables(t
     # the same table under the team prior fitted with the one-fix structure searched, as `bayes-s2r prior` does
     one_fix = bench_allocation.main([*args, "--gain-prior", "history-fix",
                                      "--out", str(tmp_path / f"allocation{summarize.ONE_FIX_PRIOR}.json")])
+    assert one_fix["settings"]["gain_prior"]["search"] == "bayes-s2r prior --candidates"
     fits = one_fix["settings"]["gain_prior"]["per_world"]
     assert all("fix_prob" in fit["prior"] for fit in fits.values())
     text = summarize.summarize(tmp_path)

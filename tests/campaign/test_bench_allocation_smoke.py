@@ -1,5 +1,6 @@
 """The allocation benchmark runs with tiny arguments and prints the agreed schema."""
 
+import argparse
 import json
 
 import bench_allocation
@@ -94,16 +95,15 @@ def test_a_one_fix_history_prior_is_the_one_the_prior_command_fits_by_default(tm
     from bayes_s2r.cli import app
     from bayes_s2r.evidence.io import dump_candidates, write_json
 
-    result = bench_allocation.main(["--synthetic", "--seeds", "1", "--rounds", "1", "--svi-steps", "50",
-                                    "--cvu-samples", "8", "--strategies", "q_cvu", "--gain-prior", "history-fix"])
-    assert result["settings"]["gain_prior"]["search"] == "bayes-s2r prior --candidates"
-    fits = result["settings"]["gain_prior"]["per_world"]
+    # the campaigns that run under it: tests/test_bench_summary.py (the one-fix companion table)
+    table = SyntheticTable(bench_allocation.SYNTHETIC)
+    fits = bench_allocation.history_priors(table, list(bench_allocation.SYNTHETIC), argparse.Namespace(eval_episodes=48),
+                                           one_fix=True)
     candidates = bench_candidates(48)
     dump_candidates([c for c in candidates if c.role == "adaptation"], tmp_path / "candidates.toml")
     for world, fit in fits.items():
         other = next(w for w in fits if w != world)
-        past = history_records(SyntheticTable(bench_allocation.SYNTHETIC), other, candidates,
-                               episodes=48, seed=bench_allocation.HISTORY_SEED)
+        past = history_records(table, other, candidates, episodes=48, seed=bench_allocation.HISTORY_SEED)
         write_json(past, tmp_path / f"{other}.json")
         printed = CliRunner().invoke(app, ["prior", str(tmp_path / f"{other}.json"),
                                            "--candidates", str(tmp_path / "candidates.toml"), "--json"])
