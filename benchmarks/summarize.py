@@ -273,6 +273,19 @@ def _flips(rows: list[dict]) -> str:
     return f"{mean('flip_probability_first')} / {mean('flip_probability_later')}"
 
 
+def _rivals_below(table: dict) -> tuple[list[str], int]:
+    """An allocation table's non-oracle rivals of the rule, and how many are below it over the worlds
+    with a paired interval that excludes zero."""
+    rivals = [k for k in table["settings"]["strategies"] if k not in NOT_RIVALS]
+    return rivals, sum(table["over_worlds"][k]["final_J_ci_high"] < 0 for k in rivals)
+
+
+def _same_grid(a: dict, b: dict) -> bool:
+    """Whether two allocation tables ran the same seeds on the same worlds (so they pair by seed)."""
+    return all(a["settings"][k] == b["settings"][k] for k in ("seeds", "seed_start")) and (
+        list(a["settings"]["worlds"]) == list(b["settings"]["worlds"]))
+
+
 def allocation_overview(tables: list[tuple[str, dict, dict | None, dict | None]]) -> list[str]:
     """One line per allocation table (name, data, and its library-prior and one-fix-prior companions
     or None), over the worlds."""
@@ -294,19 +307,16 @@ def allocation_overview(tables: list[tuple[str, dict, dict | None, dict | None]]
            "|---|---|---|---|---|---|---|---|---|"]
     for name, data, library, one_fix in tables:
         over = data["over_worlds"]
-        rivals = [k for k in data["settings"]["strategies"] if k not in NOT_RIVALS]
+        rivals, below = _rivals_below(data)
         best = max(rivals, key=lambda k: over[k]["final_J_mean"])
-        below = sum(over[k]["final_J_ci_high"] < 0 for k in rivals)
         gaps = {oracle: share for oracle, _, share in _gaps_closed(over)}
         gap = (f"{gaps['oracle']:.0%}" if "oracle" in gaps else "—") + (
             f" ({gaps['oracle_safe']:.0%})" if "oracle_safe" in gaps else "")
         lib = f"{library['over_worlds']['q_cvu']['final_J_mean']:.3f}" if library else "—"
         fix = "—"
         if one_fix:
-            fix_over = one_fix["over_worlds"]
-            fix_rivals = [k for k in one_fix["settings"]["strategies"] if k not in NOT_RIVALS]
-            fix = (f"{fix_over['q_cvu']['final_J_mean']:.3f} ({sum(fix_over[k]['final_J_ci_high'] < 0 for k in fix_rivals)}"
-                   f" of {len(fix_rivals)} below)")
+            fix_rivals, fix_below = _rivals_below(one_fix)
+            fix = f"{one_fix['over_worlds']['q_cvu']['final_J_mean']:.3f} ({fix_below} of {len(fix_rivals)} below)"
         out.append(f"| {_budget(data['settings'])} | {over['q_cvu']['final_J_mean']:.3f} | "
                    f"{over['q_cvu']['safety_violations']:.1f} | {_paired(over, best, 'final_J')}; "
                    f"{over[best]['safety_violations']:.1f} | {below} of {len(rivals)} | {gap} | "
@@ -342,9 +352,9 @@ def _prior_sentence(data: dict) -> str:
 def _library_prior(data: dict, library: dict, name: str) -> list[str]:
     """The same table under the library's default prior, and the rule under the fitted prior
     paired against every other strategy under the library's (same seeds and worlds)."""
-    s, ls = data["settings"], library["settings"]
-    if (s["seeds"], s["seed_start"], list(s["worlds"])) != (ls["seeds"], ls["seed_start"], list(ls["worlds"])):
+    if not _same_grid(data, library):
         return []
+    ls = library["settings"]
     over = library["over_worlds"]
     rows = ([r for r in data["results"] if r["strategy"] == "q_cvu"] +
             [r for r in library["results"] if r["strategy"] not in NOT_RIVALS])
@@ -361,16 +371,15 @@ def _one_fix_prior(data: dict, one_fix: dict, name: str) -> list[str]:
     """The same table under the team prior fitted with the one-fix structure searched, as
     `bayes-s2r prior --candidates` fits it by default, and the rule under it paired against
     the rule under the table's own prior (same seeds and worlds)."""
-    s, fs = data["settings"], one_fix["settings"]
-    if (s["seeds"], s["seed_start"], list(s["worlds"])) != (fs["seeds"], fs["seed_start"], list(fs["worlds"])):
+    if not _same_grid(data, one_fix):
         return []
+    fs = one_fix["settings"]
     over = one_fix["over_worlds"]
     fits = [f["prior"] for f in _fitted_fits(one_fix).values()]
     chosen = sorted({(p.get("fix_prob"), p.get("fix_loc"), p.get("fix_scale")) for p in fits}, key=str)
     what = "; ".join(f"each candidate the fix with probability {q:g}, its effect N({m:g}, {w:g}²) logits"
                      for q, m, w in chosen)
-    rivals = [k for k in fs["strategies"] if k not in NOT_RIVALS]
-    below = sum(over[k]["final_J_ci_high"] < 0 for k in rivals)
+    rivals, below = _rivals_below(one_fix)
     return [(f"Under the team prior fitted with the one-fix structure searched too, as `bayes-s2r prior --candidates` "
              f"fits it by default (`{COMMANDS[name + ONE_FIX_PRIOR]}`, {_machine(one_fix)}; per world: {what}), over "
              "the worlds: " + ", ".join(f"{_paired(over, k, 'final_J')}; {over[k]['safety_violations']:.1f}"
@@ -469,8 +478,7 @@ def allocation(data: dict, name: str = "allocation", title: str = "Allocation qu
                         + ": there, beating every rival means beating an oracle that knows the true gains.")
         over = data["over_worlds"]  # per-seed world means, paired against q_cvu over seeds
         companion = _library_prior(data, library, name) if library else []
-        rivals = [k for k in strategies if k not in NOT_RIVALS]
-        below = sum(over[k]["final_J_ci_high"] < 0 for k in rivals)
+        rivals, below = _rivals_below(data)
         out += ["", ("Over the worlds (each seed's mean over the worlds; in brackets the 95% paired interval "
                      "of (strategy − q_cvu) over seeds; unsafe episodes per campaign, summed over worlds): "
                      + ", ".join(f"{_paired(over, k, 'final_J')}; {over[k]['safety_violations']:.1f}"
