@@ -574,6 +574,11 @@ def prior_command(
              "effects taken jointly; with --candidates each method's own probability, shrunk toward one by the "
              "evidence (GainPrior.method_fix_probs). Not with --shared. Default: searched, except with --shared.",
         show_default=False)] = None,
+    fix_per_method: Annotated[bool, typer.Option(
+        "--fix-per-method", help="With the one-fix structure, also search a fix per method (GainPrior.fix_unit): "
+                                 "each method works in a campaign with its probability, and then all its "
+                                 "candidates are fixes; the unit with the larger evidence is kept. Needs "
+                                 "--candidates.")] = False,
     baseline: Annotated[bool, typer.Option(
         "--baseline", help="Also fit where the team's policies start (GainPrior.baseline_loc, baseline_scale) to the "
                            "past campaigns' starting policies, so that gains are priced at the J a campaign "
@@ -607,6 +612,8 @@ def prior_command(
         raise InputError("--one-fix", True, "off with --shared (the two are not searched together)")
     if one_fix is None:  # searched by default (docs/decide.md, "When at most one candidate is the fix")
         one_fix = not shared
+    if fix_per_method and (candidates is None or not one_fix):
+        raise InputError("--fix-per-method", True, "--candidates naming the methods, and the one-fix search on")
     methods = None
     if candidates is not None:
         from bayes_s2r.evidence.io import load_candidates
@@ -627,7 +634,8 @@ def prior_command(
                          method_spreads=DEFAULT_METHOD_SPREADS if shrink else None,
                          shared_scales=DEFAULT_SHARED_SCALES if shared else None, baseline_level=baseline,
                          fix_probs=DEFAULT_FIX_PROBS if one_fix else None,
-                         method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS if one_fix and methods else None)
+                         method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS if one_fix and methods else None,
+                         fix_units=("candidate", "method") if fix_per_method and methods else ("candidate",))
     fields = dataclasses.asdict(fit.prior)
     check = check_gain_prior(histories, fit.prior, methods=methods)
     if out is not None:
@@ -640,6 +648,7 @@ def prior_command(
                                **({"method_fix_concentration":  # null: one fix probability for all methods
                                    None if math.isinf(fit.method_fix_concentration) else fit.method_fix_concentration}
                                   if fit.method_fix_concentration is not None else {}),
+                               **({"fix_unit_log_evidence": fit.fix_unit_log_evidence} if fix_per_method else {}),
                                "check": check.to_dict()}, indent=1))
         return
     few = ""

@@ -61,6 +61,7 @@ TEAM_PRIORS = {
     "history-fix": {"method_means": True, "one_fix": True},
     "history-fix-method": {"method_means": True, "method_fix": True},
     "history-fix-method-hierarchy": {"method_means": True, "method_fix": True, "scale_hierarchy": True},
+    "history-fix-per-method": {"method_means": True, "method_fix": True, "fix_per_method": True},
 }
 
 DEFAULT_STRATEGIES = ("q_cvu", "q_cvu@g0", "q_beta0", "mv_greedy", "thompson", "pandora", "round_robin", "dr_only",

@@ -308,7 +308,8 @@ def history_methods(family: Family) -> dict[str, str]:
 def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool = False,
                skew: bool = False, method_means: bool = False, method_contrasts: bool = False,
                method_shrinkage: bool = False, shared_levels: bool = False, baseline_level: bool = False,
-               one_fix: bool = False, method_fix: bool = False, campaigns: int = 12) -> dict:
+               one_fix: bool = False, method_fix: bool = False, fix_per_method: bool = False,
+               campaigns: int = 12) -> dict:
     """The gain prior a team with `history(family, campaigns)` behind it brings (`bs.fit_gain_prior`);
     with `fit_location` the effects' prior mean is fitted too (over its `DEFAULT_LOCS`), with
     `scale_hierarchy` the upper levels are sized with the candidate level, with `skew` the
@@ -319,7 +320,8 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
     `shared_levels` the levels a campaign's candidates share sized by the evidence, with
     `baseline_level` the starting policies' level fitted to the past starts, with `one_fix` the
     one-fix structure searched (over `DEFAULT_FIX_PROBS`), with `method_fix` too each method's
-    own fix probability, shrunk toward one (over `DEFAULT_METHOD_FIX_CONCENTRATIONS`)."""
+    own fix probability, shrunk toward one (over `DEFAULT_METHOD_FIX_CONCENTRATIONS`), with
+    `fix_per_method` a fix per method searched against one per campaign (`GainPrior.fix_unit`)."""
     methods = history_methods(family)
     fit = bs.fit_gain_prior(history(family, campaigns), gain_locs=DEFAULT_LOCS if fit_location else None,
                             scale_hierarchy=scale_hierarchy, candidate_skews=DEFAULT_SKEWS if skew else (0.0,),
@@ -328,7 +330,8 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
                             method_spreads=DEFAULT_METHOD_SPREADS if method_shrinkage else None,
                             shared_scales=DEFAULT_SHARED_SCALES if shared_levels else None,
                             baseline_level=baseline_level, fix_probs=DEFAULT_FIX_PROBS if one_fix or method_fix else None,
-                            method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS if method_fix else None)
+                            method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS if method_fix else None,
+                            fix_units=("candidate", "method") if fix_per_method else ("candidate",))
     out = {"candidate_scale": fit.prior.candidate_scale, "candidate_df": fit.prior.candidate_df}
     if fit_location:
         out["gain_loc"] = fit.prior.gain_loc
@@ -342,6 +345,8 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
         out.update(fix_prob=fit.prior.fix_prob, fix_loc=fit.prior.fix_loc, fix_scale=fit.prior.fix_scale)
     if method_fix:
         out["method_fix_probs"] = dict(fit.prior.method_fix_probs)
+    if fix_per_method:
+        out["fix_unit"] = fit.prior.fix_unit
     if scale_hierarchy or shared_levels:
         out.update(gain_scale=fit.prior.gain_scale, method_scale=fit.prior.method_scale,
                    group_scale=fit.prior.group_scale)

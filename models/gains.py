@@ -54,6 +54,12 @@ Parameterisation (η-scale = logit for `link="logit"`, the J scale for `link="id
   log-likelihood of m's cells at effect x it is Σ_m ℓ_m(δ_m) + log(1 − Σ_m q_m + Σ_m q_m·
   exp(ℓ_m(φ_m) − ℓ_m(δ_m))). Each draw then takes its k from its conditional given the rest
   (through a uniform whose posterior is its prior), so the gain draws hold one fix at most.
+* A fix per method (`fix_unit="method"`). Each method u works in a campaign with probability
+  q_u, independently of the others, and every candidate of a working method is a fix
+  (δ_m ← φ_m); a candidate without a method is a unit of its own. The evidence factors over
+  units: Σ_m ℓ_m(δ_m) + Σ_u log(1 − q_u + q_u·exp(Σ_{m∈u} ℓ_m(φ_m) − ℓ_m(δ_m))), and each
+  draw takes each unit's state from its conditional given the rest. A sibling that measured
+  nothing then says its method does not work, so its untried siblings lose their chance too.
 * Gains: ΔJ_m = sigmoid(α_0 + δ_m) − sigmoid(α_0)   (identity link: δ_m).
 * Alternatives. When every candidate is trained from one policy (policy 0 here) and the
   deployed policy is one of them, a (`GainData.deployed`), each candidate is worth what it
@@ -86,6 +92,8 @@ from bayes_s2r.errors import InputError, require_finite, require_finite_nonneg, 
 __all__ = ["GainData", "GainPrior", "GainSpec", "gains_model", "mixing_sd_mean"]
 
 _J_EPS = 1e-4
+#: What a fix probability is of (`GainPrior.fix_unit`).
+FIX_UNITS = ("candidate", "method")
 
 
 def _positive(name: str, value: Any, *, allow_zero: bool = False) -> float:
@@ -143,6 +151,11 @@ class GainPrior:
             usually holds a campaign's fix, its candidates carry more of the fix's probability.
             The candidates' probabilities must sum below 1.
         fix_loc, fix_scale: the fix's effect φ ~ N(fix_loc, fix_scale²) (link scale).
+        fix_unit: what a fix probability is of: "candidate" (the one-fix structure above) or
+            "method": each method works in a campaign with its probability (`fix_prob`, or
+            its `method_fix_probs`), independently of the others, and then every candidate of
+            it is a fix (see "A fix per method" in the module docstring): variants of one
+            method tend to work or fail together.
     """
 
     link: str = "logit"
@@ -170,10 +183,13 @@ class GainPrior:
     method_fix_probs: tuple[tuple[str, float], ...] = ()
     fix_loc: float = 3.0
     fix_scale: float = 1.0
+    fix_unit: str = "candidate"
 
     def __post_init__(self):
         if self.link not in ("logit", "identity"):
             raise InputError("prior.link", self.link, "'logit' or 'identity'")
+        if self.fix_unit not in FIX_UNITS:
+            raise InputError("prior.fix_unit", self.fix_unit, f"one of {list(FIX_UNITS)}")
         if not isinstance(self.fixed_scales, bool):
             raise InputError("prior.fixed_scales", self.fixed_scales, "True or False")
         for name in ("gain_loc", "baseline_loc", "kappa_loc", "efficacy_loc", "fix_loc"):
@@ -205,7 +221,8 @@ class GainPrior:
         return self.fix_prob > 0.0 or any(q > 0.0 for _, q in self.method_fix_probs)
 
     def fix_prob_of(self, method: str | None) -> float:
-        """The prior probability that a candidate of `method` is its campaign's one fix."""
+        """The prior probability that a candidate of `method` is its campaign's one fix (with
+        `fix_unit="method"`: that `method` works in a campaign)."""
         return dict(self.method_fix_probs).get(method, self.fix_prob)
 
 
@@ -286,7 +303,9 @@ class GainData(NamedTuple):
     are alternatives all trained from policy 0 and the deployed policy is candidate `deployed`,
     the gains and `baseline` refer to that candidate's policy (see "Alternatives" above).
     cand_fix_prob [C]: each candidate's prior probability of being the one fix (None without
-    the one-fix structure).
+    the one-fix structure); with `fix_unit="method"`, its unit's probability of working.
+    cand_fix_unit [C]: with `fix_unit="method"`, each candidate's unit (its method's index, or
+    an index of its own without a method), in [0, C); None otherwise.
     Cell arrays [Q] (one per candidate × policy): cell_cand, cell_policy, treated_successes,
     treated_episodes, returns_n, returns_mean, returns_ss. Padded entries have zero episodes
     and zero returns_n.
@@ -313,6 +332,7 @@ class GainData(NamedTuple):
     method_offset: Any = None
     deployed: Any = None
     cand_fix_prob: Any = None
+    cand_fix_unit: Any = None
 
 
 def _scale(name: str, value: float, fixed: bool):
@@ -502,7 +522,9 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
 
     observed = data.treated_successes is not None
     mixture = pr.has_fix
-    if mixture:  # one fix or none: k = 0 none, k = m + 1 candidate m, summed out in the likelihood
+    if mixture and pr.fix_unit == "method":
+        delta = _fix_by_unit(data, pr, C, delta, observed, cell_effect, cell_log_lik)
+    elif mixture:  # one fix or none: k = 0 none, k = m + 1 candidate m, summed out in the likelihood
         phi = numpyro.sample("fix_effect", dist.Normal(pr.fix_loc, pr.fix_scale).expand([C]).to_event(1))
         q = data.cand_fix_prob  # a candidate with q = 0 is never the fix: log 0 = -inf weighs nothing
         log_k = jnp.concatenate([jnp.log1p(-jnp.sum(q))[None], jnp.log(q)])
@@ -538,6 +560,29 @@ def gains_model(data: GainData, spec: GainSpec, sens: Any = None):
     if spec.has_returns:
         obs_dist = _returns_dist(data, pr, gain_at(a_cell, d_cell))
         numpyro.sample("returns", obs_dist.mask(data.returns_n > 0).to_event(1), obs=data.returns_mean)
+
+
+def _fix_by_unit(data: GainData, pr: GainPrior, C: int, delta, observed: bool, cell_effect, cell_log_lik):
+    """The effects with every candidate of a working unit replaced by its fix effect, each unit
+    working with its probability independently, summed out of the likelihood (module docstring,
+    "A fix per method"). Sites: "fixes" [C] (1 where the candidate is a fix in the draw) and
+    "fix_weight" [C + 1] (P(no candidate is a fix), then each candidate's P(fix), given the rest)."""
+    phi = numpyro.sample("fix_effect", dist.Normal(pr.fix_loc, pr.fix_scale).expand([C]).to_event(1))
+    onto = jax.nn.one_hot(data.cand_fix_unit, C, dtype=phi.dtype)  # [C candidates, C units]
+    q = jnp.max(onto * data.cand_fix_prob[:, None], axis=0)        # [units]; 0 for an empty one
+    log_on, log_off = jnp.log(q), jnp.log1p(-q)                     # log 0 = -inf: never works
+    if observed:
+        plain = cell_log_lik(cell_effect(delta))
+        as_fix = cell_log_lik(cell_effect(phi))
+        lift = jax.nn.one_hot(data.cell_cand, C, dtype=plain.dtype).T @ (as_fix - plain) @ onto  # [units]
+        log_on = log_on + lift
+        numpyro.factor("treated", plain.sum() + jnp.logaddexp(log_off, log_on).sum())
+    works = jax.nn.sigmoid(log_on - log_off)  # each unit's P(works | the rest)
+    numpyro.deterministic("fix_weight", jnp.concatenate([jnp.prod(1.0 - works)[None], onto @ works]))
+    # each draw's state of each unit from its conditional: the uniforms' posterior is their prior
+    pick = numpyro.sample("fix_pick", dist.Uniform(0.0, 1.0).expand([C]).to_event(1))
+    fixes = numpyro.deterministic("fixes", onto @ (pick < works).astype(phi.dtype))
+    return jnp.where(fixes > 0.5, phi, delta)
 
 
 def _returns_dist(data: GainData, pr: GainPrior, loc):

@@ -43,6 +43,9 @@ def inference_data(prep: PreparedGains, sites: dict, stats: dict | None, names: 
         dims["sensitivity"] = ["direction"]
     if "fix" in sites:  # which candidate is the one fix in each draw: 0 none, m + 1 candidate m
         posterior["fix"] = np.asarray(sites["fix"])
+    if "fixes" in sites:  # with a fix per method: 1 where the candidate is a fix in the draw
+        posterior["fixes"] = np.asarray(sites["fixes"])
+        dims["fixes"] = ["candidate"]
     if "order" in sites:
         posterior["order"] = np.asarray(sites["order"])
         coords["applied"] = coords["evaluated"] = [str(i) for i in methods]

@@ -309,6 +309,12 @@ def _alternative_policies(trained_from: Any, lineage, names: tuple[str, ...]) ->
     return out
 
 
+def _fix_units(adapt: Sequence[Candidate]) -> list[int]:
+    """Each candidate's unit under `fix_unit="method"`: its method, or a unit of its own."""
+    units: dict = {}
+    return [units.setdefault(c.method if c.method else ("", c.name), len(units)) for c in adapt]
+
+
 def _order_effects(lineage, policies: tuple, names: tuple[str, ...], method_of: Sequence[int],
                    num_methods: int, size: int) -> np.ndarray:
     """[P, methods]: per policy, how many more adaptations of each method than the current
@@ -384,7 +390,7 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
     if not adapt:
         raise InputError("candidates", [c.name for c in cands], "at least one adaptation candidate")
     fix_probs = [prior.fix_prob_of(c.method) for c in adapt]
-    if sum(fix_probs) >= 1.0:
+    if prior.fix_unit == "candidate" and sum(fix_probs) >= 1.0:
         field, value = (("prior.method_fix_probs", prior.method_fix_probs) if prior.method_fix_probs
                         else ("prior.fix_prob", prior.fix_prob))
         raise InputError(field, value, f"fix probabilities that sum below 1 over the {len(adapt)} candidates "
@@ -465,6 +471,8 @@ def prepare_gains(evidence, candidates: Sequence[Candidate], *, current_policy: 
                                    for h in method_names], jnp.float32),
         deployed=None if deployed is None else jnp.int32(deployed),
         cand_fix_prob=jnp.asarray(fix_probs, jnp.float32) if prior.has_fix else None,
+        cand_fix_unit=(jnp.asarray(_fix_units(adapt), jnp.int32)
+                       if prior.has_fix and prior.fix_unit == "method" else None),
     )
     spec = GainSpec(
         num_candidates=len(adapt), num_groups=len(groups), num_methods=len(method_names),

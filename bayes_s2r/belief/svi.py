@@ -43,7 +43,8 @@ from bayes_s2r.models.gains import gains_model
 
 __all__ = ["GUIDES", "elbo_converged", "fit_svi", "svi_runner"]
 
-_KEEP = ("gain", "baseline", "sensitivity", "alpha", "mu_gain", "tau_method", "tau_group", "tau_cand", "fix", "fix_weight")
+_KEEP = ("gain", "baseline", "sensitivity", "alpha", "mu_gain", "tau_method", "tau_group", "tau_cand", "fix", "fix_weight",
+         "fixes")
 _INIT_SCALE = 0.1
 # A variational mean away from its optimum leaves a gradient of constant sign; near it the
 # gradient is about Σ⁻¹(mean − optimum), so Σ_q·gradient / sd estimates the distance in sds

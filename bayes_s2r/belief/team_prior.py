@@ -142,7 +142,7 @@ from scipy import special, stats
 
 from bayes_s2r.errors import InputError, require_positive
 from bayes_s2r.evidence.records import PairedEval
-from bayes_s2r.models.gains import GainPrior, mixing_sd_mean
+from bayes_s2r.models.gains import FIX_UNITS, GainPrior, mixing_sd_mean
 
 __all__ = ["GainPriorFit", "fit_gain_prior"]
 
@@ -226,6 +226,9 @@ class GainPriorFit:
             for all); None otherwise.
         method_fix_log_evidence: with `method_fix_concentrations`, the log marginal likelihood
             at the chosen κ; None otherwise.
+        fix_unit_log_evidence: with `fix_units`, {unit: the largest log marginal likelihood
+            with that unit of the fix} (`GainPrior.fix_unit`); `fix_log_evidence` is the
+            chosen unit's. None otherwise.
     """
 
     prior: GainPrior
@@ -238,6 +241,7 @@ class GainPriorFit:
     fix_log_evidence: Mapping[tuple[float, float, float], float] | None = None
     method_fix_concentration: float | None = None
     method_fix_log_evidence: float | None = None
+    fix_unit_log_evidence: Mapping[str, float] | None = None
 
     @property
     def at_grid_edge(self) -> bool:
@@ -262,8 +266,14 @@ class GainPriorFit:
             if self.prior.method_fix_probs:
                 q = (", ".join(f"{h} {x:.2g}" for h, x in self.prior.method_fix_probs)
                      + f" (shrunk, concentration {self.method_fix_concentration:g}; others {q})")
-            df += (f", one fix with probability {q} per candidate, effect "
-                   f"{self.prior.fix_loc:g} ± {self.prior.fix_scale:g}")
+            per = ("one fix with probability {} per candidate" if self.prior.fix_unit == "candidate"
+                   else "each method works with probability {}, all its candidates fixes")
+            df += f", {per.format(q)}, effect {self.prior.fix_loc:g} ± {self.prior.fix_scale:g}"
+            if self.fix_unit_log_evidence is not None and len(self.fix_unit_log_evidence) > 1:
+                other = min(self.fix_unit_log_evidence, key=self.fix_unit_log_evidence.get)
+                gap = self.fix_unit_log_evidence[self.prior.fix_unit] - self.fix_unit_log_evidence[other]
+                df += f" (log Bayes factor {gap:+.2f} against a fix per {other})"
+
         elif self.fix_log_evidence is not None:
             df += ", no fix structure (q = 0 chosen)"
         if (self.prior.baseline_loc, self.prior.baseline_scale) != (GainPrior.baseline_loc, GainPrior.baseline_scale):
@@ -536,7 +546,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                    fix_probs: Sequence[float] | None = None,
                    method_fix_concentrations: Sequence[float] | None = None,
                    fix_locs: Sequence[float] = DEFAULT_FIX_LOCS,
-                   fix_scales: Sequence[float] = DEFAULT_FIX_SCALES) -> GainPriorFit:
+                   fix_scales: Sequence[float] = DEFAULT_FIX_SCALES,
+                   fix_units: Sequence[str] = ("candidate",)) -> GainPriorFit:
     """Choose the gains model's candidate level (and, when asked, the effects' prior mean) from
     past campaigns (type-II maximum likelihood).
 
@@ -603,6 +614,11 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
             out of the marginal likelihood, κ is chosen among these (e.g.
             `DEFAULT_METHOD_FIX_CONCENTRATIONS`) or infinity (one q for all), and each method
             gets its posterior mean. Other candidates keep the common q.
+        fix_units: with `fix_probs`, the units of the fix searched (`GainPrior.fix_unit`):
+            "candidate" (at most one fix per campaign) and, with `methods`, "method" (each
+            method works in a campaign with probability q, and then all its candidates are
+            fixes; a past candidate without a method is a unit of its own). The unit with the
+            larger marginal likelihood is kept.
 
     Returns:
         a `GainPriorFit`; pass `fit.prior` as `fit_gains(..., prior=fit.prior)` or
@@ -652,6 +668,7 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         if fix_grid is None or not isinstance(methods, Mapping):
             raise InputError("method_fix_concentrations", method_fix_concentrations,
                              "None unless fix_probs and methods are given")
+    units = _fix_units(fix_units, fix_grid, methods)
     if baseline_level:
         histories = past_campaigns(histories)
         arms = start_arms(histories)
@@ -732,15 +749,23 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                                       group_scale=base.group_scale * shared_best)
     fix, fix_evidence, method_fix_evidence, concentration = {}, None, None, None
     versus_normal = out[scale_best, df_best] - max(normals) if normals else float("nan")
+    unit_evidence = None
     if fix_grid is not None:  # the one-fix structure, with the candidate scale and level, given the rest
         fixes = _OneFixEvidence(grid_ll, at_scale, base, [(d, k) for d, k in levels if k == skew_best], mean_of,
                                 _campaign_groups(campaign_of, names), fix_grid)
-        options = fixes.common(scales)
+        by_unit = {}
+        for unit in units:
+            fixes.unit_of = None if unit == "candidate" else _unit_groups(fixes, names, methods)
+            by_unit[unit] = fixes.common(scales)
+        unit_evidence = {u: max(v for v, _ in options.values()) for u, options in by_unit.items()}
+        unit = max(unit_evidence, key=unit_evidence.get)
+        fixes.unit_of = None if unit == "candidate" else _unit_groups(fixes, names, methods)
+        options = by_unit[unit]
         fix_evidence = {key: v for key, (v, _) in options.items()}
         best_fix = max(options, key=fix_evidence.get)
         if best_fix[0] > 0.0:
             scale_best, df_best = options[best_fix][1]
-            fix = {"fix_prob": best_fix[0], "fix_loc": best_fix[1], "fix_scale": best_fix[2]}
+            fix = {"fix_prob": best_fix[0], "fix_loc": best_fix[1], "fix_scale": best_fix[2], "fix_unit": unit}
         if concentrations is not None:
             counted = collections.Counter(methods.get(n) for n in names)
             label = [h if h is not None and counted[h] >= min_effects_for_loc else None
@@ -750,7 +775,7 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
             method_fix_evidence, (scale_best, df_best), means = shrunk[key]
             concentration = key[3]
             if key[0] > 0.0:
-                fix = {"fix_prob": key[0], "fix_loc": key[1], "fix_scale": key[2],
+                fix = {"fix_prob": key[0], "fix_loc": key[1], "fix_scale": key[2], "fix_unit": unit,
                        "method_fix_probs": () if math.isinf(concentration) else
                        tuple(sorted((h, round(x, 4)) for h, x in means.items()))}
     prior = dataclasses.replace(_hierarchy_at(base, scale_best) if scale_hierarchy else base_up, gain_loc=loc_best,
@@ -760,7 +785,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                         best_minus_normal=versus_normal, method_spread=spread_best,
                         shared_scale=None if shared is None else shared_best, shared_log_evidence=evidence,
                         fix_log_evidence=fix_evidence, method_fix_concentration=concentration,
-                        method_fix_log_evidence=method_fix_evidence)
+                        method_fix_log_evidence=method_fix_evidence,
+                        fix_unit_log_evidence=unit_evidence if len(units) > 1 else None)
 
 
 def _fix_grid(fix_probs, fix_locs, fix_scales, shared) -> list[tuple[float, float, float]] | None:
@@ -780,12 +806,36 @@ def _fix_grid(fix_probs, fix_locs, fix_scales, shared) -> list[tuple[float, floa
     return grid + [(float(q), float(m), float(w)) for q in sorted(set(probs)) if q > 0 for m in locs for w in scales]
 
 
+def _fix_units(fix_units, fix_grid, methods) -> tuple[str, ...]:
+    """The checked `fix_units` of `fit_gain_prior`."""
+    units = tuple(fix_units) if isinstance(fix_units, (list, tuple)) else None
+    if not units or any(u not in FIX_UNITS for u in units) or len(set(units)) < len(units):
+        raise InputError("fix_units", fix_units, f"a non-empty sequence of distinct units among {list(FIX_UNITS)}")
+    if units != ("candidate",) and fix_grid is None:
+        raise InputError("fix_units", fix_units, "('candidate',) unless fix_probs is given")
+    if "method" in units and not isinstance(methods, Mapping):
+        raise InputError("fix_units", fix_units, "no 'method' unless methods is given")
+    return units
+
+
+def _unit_groups(fixes: _OneFixEvidence, names: Sequence[str], methods: Mapping[str, str]) -> np.ndarray:
+    """[K] each (campaign, candidate) group's (campaign, method) unit; a candidate without a
+    method is a unit of its own."""
+    keys = [(int(c), methods.get(n) or ("", n)) for c, n in zip(fixes.campaign_of_cand, fixes.names_of(names),
+                                                                  strict=True)]
+    index: dict = {}
+    return np.asarray([index.setdefault(k, len(index)) for k in keys])
+
+
 class _OneFixEvidence:
     """The past campaigns' log evidence under the one-fix structure, Σ_c log[(1 − Σ_{k∈c} q_k)·
     Π_e L0_e + Σ_{k∈c} q_k·L1_k·Π_{e∉k} L0_e]: campaign c tried the candidates k ∈ c, L0_e is
     effect e's evidence under the candidate level (at its own mean) and L1_k that of candidate
     k's effects as the fix, N(fix_loc, fix_scale²); an untried fix leaves Π L0, counted in
-    1 − Σ q_k. A q with Σ_{k∈c} q_k ≥ 1 in some campaign is left out."""
+    1 − Σ q_k. A q with Σ_{k∈c} q_k ≥ 1 in some campaign is left out.
+
+    With `unit_of` set (a fix per method, [K] each group's (campaign, method) unit), the units
+    work independently: Σ_c Σ_u log[(1 − q_u)·Π_{k∈u} L0_k + q_u·Π_{k∈u} L1_k]."""
 
     def __init__(self, grid_ll, at_scale, base, levels, mean_of, groups, fix_grid):
         self.at_scale, self.base, self.levels, self.mean_of, self.fix_grid = at_scale, base, levels, mean_of, fix_grid
@@ -796,6 +846,7 @@ class _OneFixEvidence:
                                                  axis=1) - math.log(z.size)
                        for _, m, w in fix_grid}  # [E] each
         self._plain = {}
+        self.unit_of = None
 
     def names_of(self, names: Sequence[str]) -> list[str]:
         """[K] each (campaign, candidate) group's candidate name."""
@@ -840,6 +891,13 @@ class _OneFixEvidence:
         """[S] the log evidence for each row of q ([S, K]), with `lifted` = `lift(plain, fix_key)`;
         −inf where a campaign's q sum to 1 or more."""
         lift, top = lifted
+        if self.unit_of is not None:  # each unit on its own: q is its candidates' (all the same)
+            first = np.unique(self.unit_of, return_index=True)[1]
+            unit_lift = np.zeros(first.size)
+            np.add.at(unit_lift, self.unit_of, lift)
+            qu = q[:, first]
+            with np.errstate(divide="ignore"):
+                return plain.sum() + np.logaddexp(np.log1p(-qu), np.log(qu) + unit_lift).sum(axis=1)
         none = 1.0 - q @ self.onto
         inner = (q * np.exp(lift - top[self.campaign_of_cand])) @ self.onto
         with np.errstate(invalid="ignore", divide="ignore"):
