@@ -52,6 +52,7 @@ def check_family(name: str, priors, worlds: int, draws: int, seed: int) -> dict:
         fields = {} if prior_name == "library" else W.team_prior(family, **TEAM_PRIORS[prior_name])
         check = bs.check_gain_prior(past, bs.GainPrior(**fields), methods=methods, draws=draws, seed=seed)
         out["priors"][prior_name] = {k: round(v, 4) if isinstance(v, float) else v for k, v in check.to_dict().items()}
+        out["priors"][prior_name]["fitted"] = fields  # the team prior's fields, as the tables ran it
     return out
 
 

@@ -185,6 +185,20 @@ COMMANDS = {
     "prior_check_one_fix": ("python benchmarks/bench_prior_check.py --families easy,needle,small,robot,pilots,pandora,"
                             "wide,late,mixed,failing,siblings,rivals,noisy,sim_fix --priors history-fix-method "
                             "history-fix-method-hierarchy --out benchmarks/results/prior_check_one_fix.json"),
+    "worlds_history_fix_per_method": (
+        "python benchmarks/bench_worlds.py --families siblings,small,kin --worlds 200 --jobs 2 --gain-prior "
+        "history-fix-per-method --strategies q_cvu --out benchmarks/results/worlds_history_fix_per_method.json"),
+    "worlds_history_fix_per_method_rivals": (
+        "python benchmarks/bench_worlds.py --families siblings,small,kin --worlds 200 --jobs 2 --gain-prior "
+        "history-fix-per-method --strategies q_beta0,mv_greedy,thompson,pandora "
+        "--out benchmarks/results/worlds_history_fix_per_method_rivals.json"),
+    "worlds_kin": ("python benchmarks/bench_worlds.py --families kin --worlds 200 --jobs 2 --gain-prior history-fix-method "
+                   "--strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,round_robin,dr_only,si_then_dr,dr_then_ft,"
+                   "oracle_safe --out benchmarks/results/worlds_kin.json"),
+    "prior_check_fix_per_method": (
+        "python benchmarks/bench_prior_check.py --families easy,needle,small,robot,pilots,pandora,wide,late,mixed,"
+        "failing,siblings,rivals,noisy,sim_fix,kin --priors history-fix-method history-fix-per-method "
+        "--out benchmarks/results/prior_check_fix_per_method.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -1568,6 +1582,84 @@ def one_fix_hierarchy(data: dict, check: dict | None, method_fix_table: dict, ri
                   "It would be the default only if no family lost with an interval excluding 0.", ""]
 
 
+def _unit_cell(prior: dict) -> str:
+    """A team prior's fix structure in a few words: "method, 0.2 per method, 1 ± 0.5"."""
+    if not prior.get("fix_prob"):
+        return "none"
+    per = "method" if prior.get("fix_unit") == "method" else "candidate"
+    return f"{per}, {prior['fix_prob']:g} per {per}, {prior['fix_loc']:g} ± {prior['fix_scale']:g}"
+
+
+def fix_per_method(data: dict, rivals: dict | None, kin: dict | None, check: dict | None, method_fix_table: dict,
+                   method_fix_rivals: dict, one_fix_table: dict) -> list[str]:
+    """The rule under the team prior whose fix may be a whole method, against under the default team
+    prior, paired by world; the belief-driven rivals under it; every strategy on the family drawn
+    to test it (`kin`); and, from the prior check, the unit the evidence chose in every family."""
+    out = ["## A fix per method: siblings that work or fail together", "",
+           f"`{COMMANDS['worlds_history_fix_per_method']}` ({_machine(data)})", "",
+           ("`GainPrior(fix_unit=\"method\")` makes each method work in a campaign with its probability, independently "
+            "of the others, and then every candidate of it a fix; `fit_gain_prior(..., fix_units=(\"candidate\", "
+            "\"method\"))` (`bayes-s2r prior --fix-per-method`, `--gain-prior history-fix-per-method`) keeps the unit "
+            "with the larger marginal likelihood of the past campaigns, the rest searched as in the default team prior. "
+            "Under it a sibling measured at zero says its method does not work, so its untried siblings lose their "
+            "chance with it; under one fix per campaign they gain a little.")]
+    if check:
+        units = {r["family"]: r["priors"]["history-fix-per-method"].get("fitted", {}) for r in check["results"]}
+        chose = [f for f, prior in units.items() if prior.get("fix_unit") == "method"]
+        out += ["", (f"The unit each family's past campaigns chose (`{COMMANDS['prior_check_fix_per_method']}`, "
+                     f"{_machine(check)}): a fix per method in {', '.join(chose) or 'none'}; one fix per campaign "
+                     f"(the default team prior itself, so the same campaigns) in the other {len(units) - len(chose)}.")]
+    out += ["", *_stale(data), *_merged_parts(data["settings"]),
+            "| family | fix structure chosen | q_cvu | − default team prior, 95% | paths changed |", "|---|---|---|---|---|"]
+    every = []
+    for family, summary in data["summary"].items():
+        default = _fix_per_method_default(family, kin, method_fix_table, method_fix_rivals, one_fix_table)
+        every.append(_paired_diffs(data, default, family, "q_cvu"))
+        prior = (data["settings"].get("team_priors") or {}).get(family) or {}
+        out.append(f"| {family} | {_unit_cell(prior)} | {summary['q_cvu']['net_utility_mean']:.3f} | "
+                   f"{_diff_cell(every[-1])} | {_paths_changed(data, default, family)} of {len(every[-1])} |")
+    out += [f"| these families together | | | {_diff_cell(np.concatenate(every))} | |", ""]
+    if rivals is not None:
+        names = rivals["settings"]["strategies"]
+        out += [(f"The rivals that decide from the belief, under the same prior (`{COMMANDS['worlds_history_fix_per_method_rivals']}`, "
+                 f"{_machine(rivals)}), each minus the rule, paired by world; in brackets, each minus itself under the "
+                 "default team prior:"), "", *_merged_parts(rivals["settings"]),
+                "| family | " + " | ".join(f"{n} − q_cvu" for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+        for family in rivals["summary"]:
+            if family not in data["summary"]:
+                continue
+            default = _fix_per_method_default(family, kin, method_fix_table, method_fix_rivals, one_fix_table,
+                                              rivals=True)
+            cells = []
+            for n in names:
+                own = _paired_diffs(rivals, default, family, n)
+                cells.append(_diff_cell(_paired_diffs(rivals, data, family, n, b_strategy="q_cvu"))
+                             + (f" ({float(own.mean()):+.3f})" if own.size else ""))
+            out.append(f"| {family} | " + " | ".join(cells) + " |")
+        out.append("")
+    if kin is not None:
+        out += _worlds_rivals(kin, (
+            f"Every strategy on `kin`, drawn after the structure was built to test it, under the default team prior "
+            f"(`{COMMANDS['worlds_kin']}`, {_machine(kin)}): the rivals ahead of the rule with a paired interval that "
+            "excludes 0, the rule against β = 0, and the share of the gap it closes."), level=True)
+    return out
+
+
+def _fix_per_method_default(family: str, kin: dict | None, method_fix_table: dict, method_fix_rivals: dict,
+                            one_fix_table: dict, rivals: bool = False) -> dict:
+    """The table holding `family`'s campaigns under the default team prior: the rule's (or, with
+    `rivals`, the belief-driven rivals')."""
+    if kin is not None and family in kin["summary"]:
+        return kin
+    if rivals:
+        return method_fix_rivals
+    found = _method_fix_rule(_rivals_prior(family, method_fix_table, method_fix_rivals), family, method_fix_table,
+                             one_fix_table)
+    if found is None:
+        raise ValueError(f"no table holds the rule's campaigns on {family!r} under the default team prior")
+    return found
+
+
 def team_prior_variants(long: dict, baseline: dict | None, held_out: dict | None) -> list[str]:
     """The rule and its rivals, every strategy under the same prior, where the team prior comes
     from a longer history, or places the starting policies where past campaigns started."""
@@ -1790,6 +1882,9 @@ SECTIONS = [
              "worlds_history_fix_method_plain", "worlds", "worlds_pilots", "worlds_held_out"), method_fix),
     Section(("worlds_history_fix_method_hierarchy", "prior_check_one_fix", "worlds_history_fix_method",
              "worlds_history_fix_method_rivals", "worlds_history_fix", "worlds_fresh"), one_fix_hierarchy),
+    Section(("worlds_history_fix_per_method", "worlds_history_fix_per_method_rivals", "worlds_kin",
+             "prior_check_fix_per_method", "worlds_history_fix_method", "worlds_history_fix_method_rivals",
+             "worlds_history_fix"), fix_per_method),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -45,6 +45,8 @@ tuned to.
 |            | the adoption rule keeps or drops policies on weak evidence; pilots of the DA one |
 | `sim_fix`  | 5 adaptations (DR, two SI, DA, FT), at most one fix, an SI one 60% of the time; |
 |            | synergy or conflict common; a policy that starts at J 0.1–0.5                   |
+| `kin`      | 7 adaptations (two DR, two SI, two DA, FT); each method works with chance 0.25  |
+|            | (all its candidates fixes, lift 0.4–0.8), and at most one other fix             |
 
 `siblings` and `rivals` were added to decide whether the levels a campaign's candidates share
 should be sized from the team's past campaigns by default: in the first, siblings share a
@@ -52,6 +54,8 @@ component; in the second, one measured at zero makes the others more likely to b
 `noisy` and `sim_fix` were drawn after `bayes-s2r prior` began to search the one-fix structure
 by default, to test that choice on shapes it was not made on: the rule under it should not lose
 to the rule under the fit without it with an interval excluding zero in either.
+`kin` was drawn after a fix per method (`GainPrior.fix_unit="method"`) was built and measured on
+`siblings`, to test it on a shape it was not made on.
 
 Every campaign starts with no execution evidence: robot-touching candidates are shut by
 the gate until a probe (or a simulation-based risk prior) opens it. A campaign declares how
@@ -181,6 +185,9 @@ HELD_OUT = {
     "sim_fix": Family("sim_fix", ("DR", "SI", "SI", "DA", "FT"), fixes=(0, 1), fix_lift=(0.4, 0.9),
                       fix_method="SI", fix_method_p=0.6, small_lift=(-0.03, 0.06), harmful=0.3,
                       interaction=0.15, start_J=(0.1, 0.5), budget=(1.0, 6.0, 10.0)),
+    "kin": Family("kin", ("DR", "DR", "SI", "SI", "DA", "DA", "FT"), fixes=(0, 1), fix_lift=(0.4, 0.8),
+                  method_works=0.25, small_lift=(-0.04, 0.06), harmful=0.25, start_J=(0.1, 0.5),
+                  budget=(1.2, 6.0, 12.0)),
 }
 #: Every family by name, the held-out ones included.
 ALL_FAMILIES = {**FAMILIES, **HELD_OUT}

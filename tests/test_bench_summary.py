@@ -547,3 +547,43 @@ def test_the_sized_hierarchy_section_pairs_the_rule_with_the_default_prior_s_tab
     assert f"| b | — | — | — | 0.300 | {cell(np.array([0.2, 0.1]))} | 2 of 2 |" in text
     assert f"| c | — | — | — | 0.400 | {cell(np.array([0.0, 0.1]))} | 1 of 2 |" in text
     assert f"| all families together | | | | | {cell(np.array([0.2, 0.0, 0.2, 0.1, 0.0, 0.1]))} | |" in text
+
+
+def test_the_fix_per_method_section_pairs_the_rule_and_its_rivals_with_the_default_prior_s_tables():
+    import bench_worlds
+
+    def row(family, world, strategy, net):
+        return {"family": family, "world": world, "strategy": strategy, "net_utility": net, "final_J": net,
+                "unsafe": 0, "probe_unsafe": 0, "rounds": 2, "spent": {"real": 0.0, "compute": 1.0, "eng": 1.0},
+                "seconds": 1.0, "path": [str(net)]}
+
+    def table(values, priors=None):  # {(family, strategy): [net per world]}
+        rows = [row(f, w, s, v) for (f, s), vs in values.items() for w, v in enumerate(vs)]
+        families = dict.fromkeys(f for f, _ in values)
+        summary = {f: bench_worlds.summarize([r for r in rows if r["family"] == f],
+                                             tuple(dict.fromkeys(s for g, s in values if g == f))) for f in families}
+        return {"machine": {"cores": 2, "backend": "cpu"}, "settings": {"team_priors": priors or {},
+                                                                        "strategies": ["mv_greedy"]},
+                "summary": summary, "rows": rows}
+
+    method = {"fix_prob": 0.2, "fix_loc": 1.0, "fix_scale": 0.5, "fix_unit": "method"}
+    per_method = table({("b", "q_cvu"): [0.5, 0.4], ("k", "q_cvu"): [0.6, 0.3]}, priors={"b": method, "k": method})
+    rivals = table({("b", "mv_greedy"): [0.4, 0.4], ("k", "mv_greedy"): [0.5, 0.5]})
+    kin = table({("k", "q_cvu"): [0.4, 0.3], ("k", "mv_greedy"): [0.3, 0.2], ("k", "oracle_safe"): [0.9, 0.9]})
+    one_q = table({("b", "q_cvu"): [0.3, 0.3]}, priors={"b": {"fix_prob": 0.1}})  # b: one q for all
+    method_fix = table({("a", "q_cvu"): [0.1, 0.1]})
+    method_fix_rivals = table({("b", "mv_greedy"): [0.2, 0.3]}, priors={"b": {"fix_prob": 0.1, "method_fix_probs": {}}})
+    check = {"machine": {"cores": 2, "backend": "cpu"},
+             "results": [{"family": f, "priors": {"history-fix-per-method": {"fitted": p}}}
+                         for f, p in (("b", method), ("k", method), ("c", {"fix_prob": 0.1, "fix_unit": "candidate"}))]}
+    text = "\n".join(summarize.fix_per_method(per_method, rivals, kin, check, method_fix, method_fix_rivals, one_q))
+    cell = summarize._diff_cell
+    assert "a fix per method in b, k; one fix per campaign (the default team prior itself, so the same campaigns) " \
+           "in the other 1" in text
+    assert f"| b | method, 0.2 per method, 1 ± 0.5 | 0.450 | {cell(np.array([0.2, 0.1]))} | 2 of 2 |" in text
+    assert f"| k | method, 0.2 per method, 1 ± 0.5 | 0.450 | {cell(np.array([0.2, 0.0]))} | 1 of 2 |" in text
+    assert f"| these families together | | | {cell(np.array([0.2, 0.1, 0.2, 0.0]))} | |" in text
+    # the rivals under the same prior against the rule, and (in brackets) against themselves under the default
+    assert f"| b | {cell(np.array([-0.1, 0.0]))} (+0.150) |" in text
+    assert f"| k | {cell(np.array([-0.1, 0.2]))} (+0.250) |" in text
+    assert "Every strategy on `kin`" in text and "| k | 0.350 | 0.00 |" in text
