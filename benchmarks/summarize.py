@@ -186,10 +186,10 @@ COMMANDS = {
                             "wide,late,mixed,failing,siblings,rivals,noisy,sim_fix --priors history-fix-method "
                             "history-fix-method-hierarchy --out benchmarks/results/prior_check_one_fix.json"),
     "worlds_history_fix_per_method": (
-        "python benchmarks/bench_worlds.py --families siblings,small,kin --worlds 200 --jobs 2 --gain-prior "
+        "python benchmarks/bench_worlds.py --families siblings,kin --worlds 200 --jobs 2 --gain-prior "
         "history-fix-per-method --strategies q_cvu --out benchmarks/results/worlds_history_fix_per_method.json"),
     "worlds_history_fix_per_method_rivals": (
-        "python benchmarks/bench_worlds.py --families siblings,small,kin --worlds 200 --jobs 2 --gain-prior "
+        "python benchmarks/bench_worlds.py --families siblings,kin --worlds 200 --jobs 2 --gain-prior "
         "history-fix-per-method --strategies q_beta0,mv_greedy,thompson,pandora "
         "--out benchmarks/results/worlds_history_fix_per_method_rivals.json"),
     "worlds_kin": ("python benchmarks/bench_worlds.py --families kin --worlds 200 --jobs 2 --gain-prior history-fix-method "
@@ -1591,10 +1591,11 @@ def _unit_cell(prior: dict) -> str:
 
 
 def fix_per_method(data: dict, rivals: dict | None, kin: dict | None, check: dict | None, method_fix_table: dict,
-                   method_fix_rivals: dict, one_fix_table: dict) -> list[str]:
+                   method_fix_rivals: dict, one_fix_table: dict, held_out: dict | None = None) -> list[str]:
     """The rule under the team prior whose fix may be a whole method, against under the default team
     prior, paired by world; the belief-driven rivals under it; every strategy on the family drawn
-    to test it (`kin`); and, from the prior check, the unit the evidence chose in every family."""
+    to test it (`kin`), and with `held_out` (the default tables of the other families) every
+    strategy under it; and, from the prior check, the unit the evidence chose in every family."""
     out = ["## A fix per method: siblings that work or fail together", "",
            f"`{COMMANDS['worlds_history_fix_per_method']}` ({_machine(data)})", "",
            ("`GainPrior(fix_unit=\"method\")` makes each method work in a campaign with its probability, independently "
@@ -1637,6 +1638,16 @@ def fix_per_method(data: dict, rivals: dict | None, kin: dict | None, check: dic
                              + (f" ({float(own.mean()):+.3f})" if own.size else ""))
             out.append(f"| {family} | " + " | ".join(cells) + " |")
         out.append("")
+        defaults = (held_out, kin)
+        ran = [f for f in rivals["summary"] if f in data["summary"] and sum(f in (d or {}).get("summary", {})
+                                                                          for d in defaults) == 1]
+        if ran:
+            every = _every_strategy(rivals, dict.fromkeys(ran, data), defaults)
+            out += _worlds_rivals(every, (
+                "Every strategy against the rule under this prior: the belief-driven rivals from the table above, and "
+                f"the strategies that choose without the gain belief ({', '.join(PLAIN_STRATEGIES)}) from the default "
+                "tables (their campaigns do not depend on the gain prior). The column \"not shown below q_cvu\" names "
+                "the rivals whose paired interval holds 0:"), level=True)
     if kin is not None:
         out += _worlds_rivals(kin, (
             f"Every strategy on `kin`, drawn after the structure was built to test it, under the default team prior "
@@ -1884,7 +1895,7 @@ SECTIONS = [
              "worlds_history_fix_method_rivals", "worlds_history_fix", "worlds_fresh"), one_fix_hierarchy),
     Section(("worlds_history_fix_per_method", "worlds_history_fix_per_method_rivals", "worlds_kin",
              "prior_check_fix_per_method", "worlds_history_fix_method", "worlds_history_fix_method_rivals",
-             "worlds_history_fix"), fix_per_method),
+             "worlds_history_fix", "worlds_held_out"), fix_per_method),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -562,8 +562,9 @@ def test_the_fix_per_method_section_pairs_the_rule_and_its_rivals_with_the_defau
         families = dict.fromkeys(f for f, _ in values)
         summary = {f: bench_worlds.summarize([r for r in rows if r["family"] == f],
                                              tuple(dict.fromkeys(s for g, s in values if g == f))) for f in families}
+        strategies = list(dict.fromkeys(s for _, s in values))
         return {"machine": {"cores": 2, "backend": "cpu"}, "settings": {"team_priors": priors or {},
-                                                                        "strategies": ["mv_greedy"]},
+                                                                        "strategies": strategies},
                 "summary": summary, "rows": rows}
 
     method = {"fix_prob": 0.2, "fix_loc": 1.0, "fix_scale": 0.5, "fix_unit": "method"}
@@ -576,7 +577,9 @@ def test_the_fix_per_method_section_pairs_the_rule_and_its_rivals_with_the_defau
     check = {"machine": {"cores": 2, "backend": "cpu"},
              "results": [{"family": f, "priors": {"history-fix-per-method": {"fitted": p}}}
                          for f, p in (("b", method), ("k", method), ("c", {"fix_prob": 0.1, "fix_unit": "candidate"}))]}
-    text = "\n".join(summarize.fix_per_method(per_method, rivals, kin, check, method_fix, method_fix_rivals, one_q))
+    held_out = table({("b", "q_cvu"): [0.3, 0.3], ("b", "oracle_safe"): [0.8, 0.9]})
+    text = "\n".join(summarize.fix_per_method(per_method, rivals, kin, check, method_fix, method_fix_rivals, one_q,
+                                              held_out))
     cell = summarize._diff_cell
     assert "a fix per method in b, k; one fix per campaign (the default team prior itself, so the same campaigns) " \
            "in the other 1" in text
@@ -587,3 +590,7 @@ def test_the_fix_per_method_section_pairs_the_rule_and_its_rivals_with_the_defau
     assert f"| b | {cell(np.array([-0.1, 0.0]))} (+0.150) |" in text
     assert f"| k | {cell(np.array([-0.1, 0.2]))} (+0.250) |" in text
     assert "Every strategy on `kin`" in text and "| k | 0.350 | 0.00 |" in text
+    # every strategy under the prior: its rule and rivals, the plain strategies from each family's default table
+    every = text[text.index("Every strategy against the rule under this prior"):text.index("Every strategy on `kin`")]
+    assert "| b | 0.450 | 0.00 | none | mv_greedy -0.050 | " in every and "(from mv_greedy)" in every
+    assert "| k | 0.450 | 0.00 | none | mv_greedy +0.050 | " in every

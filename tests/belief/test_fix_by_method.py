@@ -195,3 +195,15 @@ def test_the_prior_command_searches_a_fix_per_method_when_asked(tmp_path):
     assert _read_prior(out).fix_unit == "method"
     refused = runner.invoke(app, ["prior", *past[:2], "--fix-per-method"])
     assert refused.exit_code != 0 and "--fix-per-method" in refused.output
+
+
+def test_a_fix_per_method_needs_more_than_the_margin_to_be_chosen():
+    past = _history(np.random.default_rng(3), 30, by_method=True)
+    found = fit_gain_prior(past, **GRID)
+    lead = found.fix_unit_log_evidence["method"] - found.fix_unit_log_evidence["candidate"]
+    kept = fit_gain_prior(past, **GRID, fix_unit_margin=lead + 0.1)
+    assert kept.prior.fix_unit == "candidate" and kept.fix_unit_log_evidence == found.fix_unit_log_evidence
+    assert kept.prior == fit_gain_prior(past, **{k: v for k, v in GRID.items() if k != "fix_units"}).prior
+    assert fit_gain_prior(past, **GRID, fix_unit_margin=lead - 0.1).prior == found.prior
+    with pytest.raises(InputError, match="fix_unit_margin"):
+        fit_gain_prior(past, **GRID, fix_unit_margin=-1.0)
