@@ -79,11 +79,10 @@ PRICES = {"real": 0.02, "compute": 0.05, "eng": 0.005}
 #: runs the library's default `GainPrior` instead (normal candidate level of scale 2); the
 #: README reports each table under both. "history-fix" fits the prior as `bayes-s2r prior
 #: --candidates` does by default: each method's mean and the one-fix structure with each
-#: method's own fix probability searched too; "history-fix-per-method" also a fix per method
-#: against one per campaign (`bayes-s2r prior --fix-per-method`).
+#: method's own fix probability and a fix per method searched too.
 TEAM_GAIN_PRIOR = "history"
 #: The `--gain-prior` values fitted from past campaigns.
-HISTORY_PRIORS = ("history", "history-fix", "history-fix-per-method")
+HISTORY_PRIORS = ("history", "history-fix")
 
 #: Seed of the past campaigns that `--gain-prior history` fits the team prior from.
 HISTORY_SEED = 7
@@ -101,13 +100,13 @@ def _gain_prior_arg(text: str):
     return value
 
 
-def history_priors(table, worlds, args, one_fix: bool = False, fix_per_method: bool = False) -> dict[str, dict]:
+def history_priors(table, worlds, args, one_fix: bool = False) -> dict[str, dict]:
     """Per world, the team prior fitted (`bayes_s2r.fit_gain_prior`) from one past campaign on
     each *other* world of the table: what a lab that worked on those robots before would
     bring to this one. The world itself never informs its own prior. With `one_fix`, as
     `bayes-s2r prior --candidates` fits it by default (each method's mean, the one-fix
-    structure and each method's fix probability searched), with `fix_per_method` a fix per
-    method searched too. Returns, per world, the fitted GainPrior fields and what the fit saw."""
+    structure, each method's fix probability and a fix per method searched). Returns, per
+    world, the fitted GainPrior fields and what the fit saw."""
     import bayes_s2r as bs
     from bayes_s2r.belief.team_prior import (
         DEFAULT_FIX_PROBS,
@@ -118,9 +117,8 @@ def history_priors(table, worlds, args, one_fix: bool = False, fix_per_method: b
     candidates = bench_candidates(args.eval_episodes)
     methods = {c.name: c.method for c in candidates if c.role == "adaptation"}
     search = ({"methods": methods, "method_locs": DEFAULT_METHOD_LOCS, "fix_probs": DEFAULT_FIX_PROBS,
-               "method_fix_concentrations": DEFAULT_METHOD_FIX_CONCENTRATIONS} if one_fix else {})
-    if fix_per_method:
-        search["fix_units"] = ("candidate", "method")
+               "method_fix_concentrations": DEFAULT_METHOD_FIX_CONCENTRATIONS,
+               "fix_units": ("candidate", "method")} if one_fix else {})
     out = {}
     for world in worlds:
         past = [history_records(table, w, candidates, episodes=args.eval_episodes, seed=HISTORY_SEED)
@@ -131,9 +129,7 @@ def history_priors(table, worlds, args, one_fix: bool = False, fix_per_method: b
         if one_fix:
             prior.update(method_locs=dict(fit.prior.method_locs), fix_prob=fit.prior.fix_prob,
                          fix_loc=fit.prior.fix_loc, fix_scale=fit.prior.fix_scale,
-                         method_fix_probs=dict(fit.prior.method_fix_probs))
-        if fix_per_method:
-            prior["fix_unit"] = fit.prior.fix_unit
+                         method_fix_probs=dict(fit.prior.method_fix_probs), fix_unit=fit.prior.fix_unit)
         out[world] = {"prior": prior, "effects": fit.effects,
                       "log_bayes_factor_vs_normal": round(fit.best_minus_normal, 3)}
     return out
@@ -337,8 +333,7 @@ def main(argv=None) -> dict:
     p.add_argument("--gain-prior", type=_gain_prior_arg, default=TEAM_GAIN_PRIOR,
                    help="the belief-based strategies' prior: 'history' (default: per world, fitted "
                         "from past campaigns on the other worlds), 'history-fix' (the same as `bayes-s2r prior "
-                        "--candidates` fits it by default: method means and the one-fix structure searched too), "
-                        "'history-fix-per-method' (the same with --fix-per-method) "
+                        "--candidates` fits it by default: method means and the one-fix structure searched too) "
                         "or a JSON object of GainPrior fields ('{}': the library's defaults)")
     p.add_argument("--cvu-samples", type=int, default=_LIBRARY_CVU_SAMPLES,
                    help="outcomes per candidate in the look-ahead (default: CampaignConfig's)")
@@ -374,15 +369,12 @@ def main(argv=None) -> dict:
     args.world_priors = {}
     fitted_as = args.gain_prior if args.gain_prior in HISTORY_PRIORS else None
     if fitted_as is not None:
-        args.world_priors = history_priors(table, worlds, args, one_fix=fitted_as != "history",
-                                           fix_per_method=fitted_as == "history-fix-per-method")
+        args.world_priors = history_priors(table, worlds, args, one_fix=fitted_as == "history-fix")
         args.gain_prior = {}
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "cache", "world_priors")}
     if args.world_priors:
         settings["gain_prior"] = {"fitted_from": "one past campaign on each other world (history_records)",
-                                  **({"search": "bayes-s2r prior --candidates"} if fitted_as == "history-fix" else
-                                     {"search": "bayes-s2r prior --candidates --fix-per-method"}
-                                     if fitted_as == "history-fix-per-method" else {}),
+                                  **({"search": "bayes-s2r prior --candidates"} if fitted_as == "history-fix" else {}),
                                   "per_world": args.world_priors}
     settings.update(
         worlds={w: WORLDS.get(w, "synthetic") for w in worlds}, strategies=strategies,

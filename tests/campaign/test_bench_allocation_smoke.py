@@ -111,7 +111,7 @@ def test_a_one_fix_history_prior_is_the_one_the_prior_command_fits_by_default(tm
         expected = json.loads(printed.stdout)["prior"]  # the per-method fields as (name, value) pairs
         expected.update({k: dict(expected[k]) for k in ("method_locs", "method_fix_probs")})
         assert fit["prior"] == {k: expected[k] for k in fit["prior"]}
-        assert set(fit["prior"]) >= {"fix_prob", "fix_loc", "fix_scale", "method_fix_probs", "method_locs"}
+        assert set(fit["prior"]) >= {"fix_prob", "fix_loc", "fix_scale", "method_fix_probs", "method_locs", "fix_unit"}
 
 
 def test_over_the_worlds_pairs_each_seed_s_world_mean_against_the_rule():
