@@ -1600,8 +1600,10 @@ def fix_per_method(data: dict, rivals: dict | None, kin: dict | None, check: dic
            f"`{COMMANDS['worlds_history_fix_per_method']}` ({_machine(data)})", "",
            ("`GainPrior(fix_unit=\"method\")` makes each method work in a campaign with its probability, independently "
             "of the others, and then every candidate of it a fix; `fit_gain_prior(..., fix_units=(\"candidate\", "
-            "\"method\"))` (`bayes-s2r prior --fix-per-method`, `--gain-prior history-fix-per-method`) keeps the unit "
-            "with the larger marginal likelihood of the past campaigns, the rest searched as in the default team prior. "
+            "\"method\"))` (`bayes-s2r prior --candidates` by default since this section, `--gain-prior "
+            "history-fix-per-method`) keeps the unit with the larger marginal likelihood of the past campaigns, the "
+            "method unit only by a log Bayes factor above `FIX_UNIT_MARGIN` (1), the rest searched as in the default "
+            "team prior. "
             "Under it a sibling measured at zero says its method does not work, so its untried siblings lose their "
             "chance with it; under one fix per campaign they gain a little.")]
     if check:

@@ -126,6 +126,14 @@ integrated over the methods' q by quasi-Monte Carlo (Sobol points through the Be
 prior truncated to Σ q < 1 in each campaign), κ is chosen by it with κ = ∞ (one q for all) among
 the options, and each method gets its posterior mean. Maximising each method's q on its own
 instead found DA 0.5 where fine-tuning is usually the fix, from twelve campaigns.
+
+`fix_units=("candidate", "method")` (with `fix_probs` and `methods`) also searches a fix per
+method (`GainPrior.fix_unit`): each method works in a campaign with probability q, and then every
+candidate of it is a fix. A campaign's evidence then factors over its methods, Π_h [(1 − q)·
+Π_{k∈h} L0_k + q·Π_{k∈h} L1_k]. The method unit is kept only when its log evidence leads by more
+than `fix_unit_margin` (`FIX_UNIT_MARGIN`). From 12 past campaigns of each of the fifteen random
+families it led by 5.9 where a method works for all of its candidates or none, by 15.5 on a family
+drawn afterwards to test it, by 0.25 where gains are many and small, and nowhere else.
 """
 
 from __future__ import annotations
