@@ -577,8 +577,9 @@ def prior_command(
     fix_per_method: Annotated[bool | None, typer.Option(
         "--fix-per-method/--no-fix-per-method",
         help="With the one-fix structure, also search a fix per method (GainPrior.fix_unit): each method works in "
-             "a campaign with its probability, and then all its candidates are fixes; the unit with the larger "
-             "evidence is kept. Needs --candidates. Default: searched with --candidates and the one-fix structure.",
+             "a campaign with its probability, and then all its candidates are fixes; kept only by a log Bayes "
+             "factor above 1 over one fix per campaign. Needs --candidates. Default: searched with --candidates "
+             "and the one-fix structure.",
         show_default=False)] = None,
     baseline: Annotated[bool, typer.Option(
         "--baseline", help="Also fit where the team's policies start (GainPrior.baseline_loc, baseline_scale) to the "
@@ -615,7 +616,7 @@ def prior_command(
         one_fix = not shared
     if fix_per_method and (candidates is None or not one_fix):
         raise InputError("--fix-per-method", True, "--candidates naming the methods, and the one-fix search on")
-    if fix_per_method is None:  # searched by default (docs/decide.md, "When a method works for all its candidates")
+    if fix_per_method is None:  # searched by default (docs/decide.md, "When a method works for all of its candidates")
         fix_per_method = candidates is not None and one_fix
     methods = None
     if candidates is not None:

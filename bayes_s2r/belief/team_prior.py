@@ -286,7 +286,7 @@ class GainPriorFit:
                    else "each method works with probability {}, all its candidates fixes")
             df += f", {per.format(q)}, effect {self.prior.fix_loc:g} ± {self.prior.fix_scale:g}"
             if self.fix_unit_log_evidence is not None and len(self.fix_unit_log_evidence) > 1:
-                other = min(self.fix_unit_log_evidence, key=self.fix_unit_log_evidence.get)
+                other = next(u for u in self.fix_unit_log_evidence if u != self.prior.fix_unit)
                 gap = self.fix_unit_log_evidence[self.prior.fix_unit] - self.fix_unit_log_evidence[other]
                 df += f" (log Bayes factor {gap:+.2f} against a fix per {other})"
 
@@ -687,7 +687,7 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         if fix_grid is None or not isinstance(methods, Mapping):
             raise InputError("method_fix_concentrations", method_fix_concentrations,
                              "None unless fix_probs and methods are given")
-    units = _fix_units(fix_units, fix_grid, methods)
+    units = _checked_fix_units(fix_units, fix_grid, methods)
     fix_unit_margin = require_finite_nonneg("fix_unit_margin", fix_unit_margin)
     if baseline_level:
         histories = past_campaigns(histories)
@@ -829,7 +829,7 @@ def _fix_grid(fix_probs, fix_locs, fix_scales, shared) -> list[tuple[float, floa
     return grid + [(float(q), float(m), float(w)) for q in sorted(set(probs)) if q > 0 for m in locs for w in scales]
 
 
-def _fix_units(fix_units, fix_grid, methods) -> tuple[str, ...]:
+def _checked_fix_units(fix_units, fix_grid, methods) -> tuple[str, ...]:
     """The checked `fix_units` of `fit_gain_prior`."""
     units = tuple(fix_units) if isinstance(fix_units, (list, tuple)) else None
     if not units or any(u not in FIX_UNITS for u in units) or len(set(units)) < len(units):

@@ -203,6 +203,7 @@ def test_a_fix_per_method_needs_more_than_the_margin_to_be_chosen():
     lead = found.fix_unit_log_evidence["method"] - found.fix_unit_log_evidence["candidate"]
     kept = fit_gain_prior(past, **GRID, fix_unit_margin=lead + 0.1)
     assert kept.prior.fix_unit == "candidate" and kept.fix_unit_log_evidence == found.fix_unit_log_evidence
+    assert f"log Bayes factor {-lead:+.2f} against a fix per method" in kept.text()  # the evidence it overrode
     assert kept.prior == fit_gain_prior(past, **{k: v for k, v in GRID.items() if k != "fix_units"}).prior
     assert fit_gain_prior(past, **GRID, fix_unit_margin=lead - 0.1).prior == found.prior
     with pytest.raises(InputError, match="fix_unit_margin"):
