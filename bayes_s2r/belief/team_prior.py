@@ -773,16 +773,17 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
     if fix_grid is not None:  # the one-fix structure, with the candidate scale and level, given the rest
         fixes = _OneFixEvidence(grid_ll, at_scale, base, [(d, k) for d, k in levels if k == skew_best], mean_of,
                                 _campaign_groups(campaign_of, names), fix_grid)
+        groups = {u: None if u == "candidate" else _unit_groups(fixes, names, methods) for u in units}
         by_unit = {}
         for unit in units:
-            fixes.unit_of = None if unit == "candidate" else _unit_groups(fixes, names, methods)
+            fixes.use_units(groups[unit])
             by_unit[unit] = fixes.common(scales)
         unit_evidence = {u: max(v for v, _ in options.values()) for u, options in by_unit.items()}
         unit = max(unit_evidence, key=unit_evidence.get)
         if unit != "candidate" and "candidate" in unit_evidence and (
                 unit_evidence[unit] - unit_evidence["candidate"] <= fix_unit_margin):
             unit = "candidate"
-        fixes.unit_of = None if unit == "candidate" else _unit_groups(fixes, names, methods)
+        fixes.use_units(groups[unit])
         options = by_unit[unit]
         fix_evidence = {key: v for key, (v, _) in options.items()}
         best_fix = max(options, key=fix_evidence.get)
@@ -857,7 +858,7 @@ class _OneFixEvidence:
     k's effects as the fix, N(fix_loc, fix_scale²); an untried fix leaves Π L0, counted in
     1 − Σ q_k. A q with Σ_{k∈c} q_k ≥ 1 in some campaign is left out.
 
-    With `unit_of` set (a fix per method, [K] each group's (campaign, method) unit), the units
+    With `use_units` (a fix per method, [K] each group's (campaign, method) unit), the units
     work independently: Σ_c Σ_u log[(1 − q_u)·Π_{k∈u} L0_k + q_u·Π_{k∈u} L1_k]."""
 
     def __init__(self, grid_ll, at_scale, base, levels, mean_of, groups, fix_grid):
@@ -869,7 +870,13 @@ class _OneFixEvidence:
                                                  axis=1) - math.log(z.size)
                        for _, m, w in fix_grid}  # [E] each
         self._plain = {}
-        self.unit_of = None
+        self.unit_of = self.unit_first = None
+
+    def use_units(self, unit_of: np.ndarray | None) -> None:
+        """Units of the fix for the evidence from here on: None (one fix per campaign) or [K]
+        each (campaign, candidate) group's unit (`_unit_groups`)."""
+        self.unit_of = unit_of
+        self.unit_first = None if unit_of is None else np.unique(unit_of, return_index=True)[1]  # a group of each
 
     def names_of(self, names: Sequence[str]) -> list[str]:
         """[K] each (campaign, candidate) group's candidate name."""
@@ -915,10 +922,9 @@ class _OneFixEvidence:
         −inf where a campaign's q sum to 1 or more."""
         lift, top = lifted
         if self.unit_of is not None:  # each unit on its own: q is its candidates' (all the same)
-            first = np.unique(self.unit_of, return_index=True)[1]
-            unit_lift = np.zeros(first.size)
+            unit_lift = np.zeros(self.unit_first.size)
             np.add.at(unit_lift, self.unit_of, lift)
-            qu = q[:, first]
+            qu = q[:, self.unit_first]
             with np.errstate(divide="ignore"):
                 return plain.sum() + np.logaddexp(np.log1p(-qu), np.log(qu) + unit_lift).sum(axis=1)
         none = 1.0 - q @ self.onto
