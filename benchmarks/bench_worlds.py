@@ -317,6 +317,9 @@ def main(argv=None) -> dict:
                         "The default, history, keeps the stored tables' prior (`bayes-s2r prior --candidates --no-one-fix`)")
     p.add_argument("--history-campaigns", type=int, default=12,
                    help="past campaigns the team prior is fitted from (worlds.history; ignored with --gain-prior library)")
+    p.add_argument("--teams", type=int, default=1,
+                   help="teams whose histories the team priors are fitted from: world w takes team w mod TEAMS's "
+                        "prior (worlds.history(..., team=k)); default 1, the one history of the stored tables")
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
     p.add_argument("--rows", default=None, help="JSON-lines file that keeps each finished world (resumable)")
     p.add_argument("--merge", nargs="+", default=None, metavar="RESULT",
@@ -340,11 +343,16 @@ def main(argv=None) -> dict:
     overrides = {**(args.decide or {}), **({} if args.continuation is None else {"continuation": args.continuation})}
     if args.start_deployment_episodes:
         overrides["start_deployment_episodes"] = args.start_deployment_episodes
-    priors = {f: W.team_prior(W.ALL_FAMILIES[f], **TEAM_PRIORS[args.gain_prior], campaigns=args.history_campaigns)
-              if args.gain_prior != "library" else None for f in families}
+    if not 1 <= args.teams <= args.worlds:
+        p.error(f"--teams: {args.teams} is not between 1 and --worlds ({args.worlds})")
+    teams = {f: [W.team_prior(W.ALL_FAMILIES[f], **TEAM_PRIORS[args.gain_prior], campaigns=args.history_campaigns,
+                              team=k) if args.gain_prior != "library" else None for k in range(args.teams)]
+             for f in families}
     tasks = [(f, seed, strategies, args.rounds,
-             {**overrides, **({"fit_options": {"prior": priors[f]}} if priors[f] else {})})
+             {**overrides, **({"fit_options": {"prior": prior}} if (prior := teams[f][seed % args.teams]) else {})})
              for f, seed in world_order(families, range(args.first_world, args.first_world + args.worlds))]
+    # one team: its prior per family, as the stored tables hold it; several: the list, team k first
+    priors = {f: teams[f][0] if args.teams == 1 else teams[f] for f in families}
     t0 = time.perf_counter()
     rows = _run_tasks(tasks, args.jobs, args.rows)
     summary = {f: summarize([r for r in rows if r["family"] == f], strategies) for f in families}
@@ -354,6 +362,7 @@ def main(argv=None) -> dict:
                      "strategies": list(strategies), "rounds": args.rounds, "prices": W.PRICES,
                      "overrides": overrides, "gain_prior": args.gain_prior, "team_priors": priors,
                      **({"history_campaigns": args.history_campaigns} if args.history_campaigns != 12 else {}),
+                     **({"teams": args.teams} if args.teams != 1 else {}),
                      "command": _command(argv if argv is not None else sys.argv[1:]),
                      "wall_seconds": time.perf_counter() - t0, **({"note": args.note} if args.note else {})},
         "summary": summary, "rows": rows,

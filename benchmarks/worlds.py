@@ -289,13 +289,21 @@ def draw_world(family: Family, seed: int) -> World:
 
 #: Worlds of a family that past campaigns ran on: seeds from here on are never benchmark worlds.
 HISTORY_SEED = 100_000
+#: Seeds between two teams' histories (`history(..., team=k)`): more past campaigns than any team has.
+TEAM_STRIDE = 1_000
 
 
-def history(family: Family, campaigns: int = 12) -> list[list[PairedEval]]:
+def history(family: Family, campaigns: int = 12, team: int = 0) -> list[list[PairedEval]]:
     """Past campaigns of a team on other worlds of `family`: on each, one paired evaluation of
-    every adaptation from the starting policy (the family's episodes per arm)."""
+    every adaptation from the starting policy (the family's episodes per arm). Each `team`
+    has its own past worlds and outcomes (team 0 is the one the stored tables used): twelve
+    campaigns measure a method's mean to about ±0.1 logits, so which method looks best in one
+    team's history is partly luck, and a table over several teams averages it out."""
+    if not 0 < campaigns <= TEAM_STRIDE or team < 0:
+        raise ValueError(f"campaigns {campaigns}, team {team}: need 0 < campaigns <= {TEAM_STRIDE} and team >= 0")
     out = []
-    for i in range(campaigns):
+    for j in range(campaigns):
+        i = team * TEAM_STRIDE + j
         world = draw_world(family, HISTORY_SEED + i)
         rng = np.random.default_rng([HISTORY_SEED, i])
         n = min(family.episodes, 48)
@@ -316,8 +324,8 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
                skew: bool = False, method_means: bool = False, method_contrasts: bool = False,
                method_shrinkage: bool = False, shared_levels: bool = False, baseline_level: bool = False,
                one_fix: bool = False, method_fix: bool = False, fix_per_method: bool = False,
-               campaigns: int = 12) -> dict:
-    """The gain prior a team with `history(family, campaigns)` behind it brings (`bs.fit_gain_prior`);
+               campaigns: int = 12, team: int = 0) -> dict:
+    """The gain prior a team with `history(family, campaigns, team)` behind it brings (`bs.fit_gain_prior`);
     with `fit_location` the effects' prior mean is fitted too (over its `DEFAULT_LOCS`), with
     `scale_hierarchy` the upper levels are sized with the candidate level, with `skew` the
     candidate level's skew is searched (over `DEFAULT_SKEWS`), with `method_means` each
@@ -330,7 +338,7 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
     own fix probability, shrunk toward one (over `DEFAULT_METHOD_FIX_CONCENTRATIONS`), with
     `fix_per_method` a fix per method searched against one per campaign (`GainPrior.fix_unit`)."""
     methods = history_methods(family)
-    fit = bs.fit_gain_prior(history(family, campaigns), gain_locs=DEFAULT_LOCS if fit_location else None,
+    fit = bs.fit_gain_prior(history(family, campaigns, team), gain_locs=DEFAULT_LOCS if fit_location else None,
                             scale_hierarchy=scale_hierarchy, candidate_skews=DEFAULT_SKEWS if skew else (0.0,),
                             methods=methods, method_locs=DEFAULT_METHOD_LOCS if method_means or method_contrasts else None,
                             method_contrasts=method_contrasts,

@@ -197,6 +197,21 @@ def test_the_team_prior_can_come_from_a_longer_history():
     assert len(W.history(W.FAMILIES["pandora"], 4)) == 4
 
 
+def test_each_team_has_its_own_history_and_each_world_takes_one_teams_prior():
+    family = W.FAMILIES["pandora"]
+    first, again, other = W.history(family, 3), W.history(family, 3, team=0), W.history(family, 3, team=1)
+    assert first == again and first != other and len(other) == 3
+    with pytest.raises(ValueError, match="campaigns"):
+        W.history(family, W.TEAM_STRIDE + 1)
+    out = bench_worlds.main(["--families", "pandora", "--worlds", "2", "--rounds", "1", "--strategies", "mv_greedy",
+                             "--history-campaigns", "3", "--teams", "2"])
+    priors = out["settings"]["team_priors"]["pandora"]
+    assert out["settings"]["teams"] == 2 and len(priors) == 2
+    assert priors == [W.team_prior(family, method_means=True, campaigns=3, team=k) for k in (0, 1)]
+    with pytest.raises(SystemExit):
+        bench_worlds.main(["--families", "pandora", "--worlds", "1", "--teams", "2"])
+
+
 def test_a_team_prior_with_shrunk_method_means_keeps_the_methods_apart():
     prior = W.team_prior(W.FAMILIES["robot"], method_shrinkage=True)
     means = prior["method_locs"]
