@@ -199,6 +199,14 @@ COMMANDS = {
         "python benchmarks/bench_prior_check.py --families easy,needle,small,robot,pilots,pandora,wide,late,mixed,"
         "failing,siblings,rivals,noisy,sim_fix,kin --priors history-fix-method history-fix-per-method "
         "--out benchmarks/results/prior_check_fix_per_method.json"),
+    "worlds_teams": (
+        "python benchmarks/bench_worlds.py --families small,needle --worlds 200 --teams 10 --jobs 2 --gain-prior "
+        "history-fix-per-method --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,dr_only,oracle_safe "
+        "--out benchmarks/results/worlds_teams.json"),
+    "worlds_teams_lookahead": (
+        "python benchmarks/bench_worlds.py --families robot,pilots,failing,late,siblings --worlds 80 --teams 10 --jobs 2 "
+        "--gain-prior history-fix-per-method --strategies q_cvu,q_beta0 "
+        "--out benchmarks/results/worlds_teams_lookahead.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -1673,6 +1681,65 @@ def _fix_per_method_default(family: str, kin: dict | None, method_fix_table: dic
     return found
 
 
+def _one_team_rule(family: str, per_method: dict | None, per_method_rivals: dict | None, kin: dict | None,
+                   method_fix_table: dict, method_fix_rivals: dict, one_fix_table: dict) -> tuple[dict, dict]:
+    """(the rule's table, the belief-driven rivals' table) of `family` under the default team prior
+    fitted from the one history of the stored tables (team 0)."""
+    if per_method and per_method_rivals and family in per_method["summary"]:
+        return per_method, per_method_rivals
+    return _fix_per_method_default(family, kin, method_fix_table, method_fix_rivals, one_fix_table), method_fix_rivals
+
+
+def _teams_ahead(data: dict, family: str, strategy: str) -> str:
+    """In how many of a table's teams `strategy` is ahead of the rule on average: "3 of 10"."""
+    teams = data["settings"]["teams"]
+    rows = {(r["world"], r["strategy"]): r["net_utility"] for r in data["rows"] if r["family"] == family}
+    diffs = [[rows[w, strategy] - rows[w, "q_cvu"] for w, s in rows if s == "q_cvu" and (w, strategy) in rows
+              and w % teams == k] for k in range(teams)]
+    return f"{sum(float(np.mean(d)) > 0 for d in diffs if d)} of {sum(bool(d) for d in diffs)}"
+
+
+def teams(data: dict, lookahead: dict | None, per_method: dict | None, per_method_rivals: dict | None,
+          kin: dict | None, method_fix_table: dict, method_fix_rivals: dict, one_fix_table: dict) -> list[str]:
+    """Every strategy where each world's team prior comes from one of ten teams' histories, and
+    the rule against β = 0 so, beside the same comparisons under the one history of the other tables."""
+    out = ["## Ten teams: the comparisons over other past campaigns", "",
+           f"`{COMMANDS['worlds_teams']}` ({_machine(data)})", "",
+           ("Every other random-world table fits each family's team prior from one history: the same twelve past "
+            "campaigns for all of its worlds. Twelve campaigns measure a method's mean to about ±0.1 logits, so "
+            "which method looks best is partly that history's luck, and a table over one history answers for one "
+            "team. Here world w takes the default team prior of team w mod 10, each fitted from its own twelve "
+            "past campaigns (`worlds.history(..., team=k)`; team 0 is the other tables' history)."), ""]
+    out += _worlds_rivals(data, "Every strategy against the rule, paired by world:", level=True)
+    one = [("The same comparisons under the one history of the other tables, and in how many of the ten teams "
+            "each rival is ahead of the rule on average:"), "",
+           "| family | rival | − q_cvu, ten teams, 95% | − q_cvu, one history, 95% | teams where ahead |",
+           "|---|---|---|---|---|"]
+    for family, summary in data["summary"].items():
+        rule, rivals = _one_team_rule(family, per_method, per_method_rivals, kin, method_fix_table, method_fix_rivals,
+                                      one_fix_table)
+        for name in ("q_beta0", "mv_greedy", "pandora"):
+            if name in summary:
+                single = _paired_diffs(rivals, rule, family, name, b_strategy="q_cvu")
+                one.append(f"| {family} | {name} | {_diff_cell(_paired_diffs(data, data, family, name, b_strategy='q_cvu'))} | "
+                           f"{_diff_cell(single)} | {_teams_ahead(data, family, name)} |")
+    out += [*one, ""]
+    if lookahead is not None:
+        out += [(f"The look-ahead against β = 0 over ten teams where it was ahead under the one history "
+                 f"(`{COMMANDS['worlds_teams_lookahead']}`, {_machine(lookahead)}):"), "",
+                ("| family | q_cvu net utility | q_beta0 − q_cvu, ten teams, 95% | the same, one history, 95% | "
+                 "teams where β = 0 is ahead |"), "|---|---|---|---|---|"]
+        for family, summary in lookahead["summary"].items():
+            rule, rivals = _one_team_rule(family, per_method, per_method_rivals, kin, method_fix_table,
+                                          method_fix_rivals, one_fix_table)
+            out.append(f"| {family} | {summary['q_cvu']['net_utility_mean']:.3f} | "
+                       f"{_diff_cell(_paired_diffs(lookahead, lookahead, family, 'q_beta0', b_strategy='q_cvu'))} | "
+                       f"{_diff_cell(_paired_diffs(rivals, rule, family, 'q_beta0', b_strategy='q_cvu'))} | "
+                       f"{_teams_ahead(lookahead, family, 'q_beta0')} |")
+        out.append("")
+    return out
+
+
 def team_prior_variants(long: dict, baseline: dict | None, held_out: dict | None) -> list[str]:
     """The rule and its rivals, every strategy under the same prior, where the team prior comes
     from a longer history, or places the starting policies where past campaigns started."""
@@ -1898,6 +1965,9 @@ SECTIONS = [
     Section(("worlds_history_fix_per_method", "worlds_history_fix_per_method_rivals", "worlds_kin",
              "prior_check_fix_per_method", "worlds_history_fix_method", "worlds_history_fix_method_rivals",
              "worlds_history_fix", "worlds_held_out"), fix_per_method),
+    Section(("worlds_teams", "worlds_teams_lookahead", "worlds_history_fix_per_method",
+             "worlds_history_fix_per_method_rivals", "worlds_kin", "worlds_history_fix_method",
+             "worlds_history_fix_method_rivals", "worlds_history_fix"), teams),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -549,24 +549,28 @@ def test_the_sized_hierarchy_section_pairs_the_rule_with_the_default_prior_s_tab
     assert f"| all families together | | | | | {cell(np.array([0.2, 0.0, 0.2, 0.1, 0.0, 0.1]))} | |" in text
 
 
-def test_the_fix_per_method_section_pairs_the_rule_and_its_rivals_with_the_default_prior_s_tables():
+def _worlds_row(family, world, strategy, net):
+    return {"family": family, "world": world, "strategy": strategy, "net_utility": net, "final_J": net,
+            "unsafe": 0, "probe_unsafe": 0, "rounds": 2, "spent": {"real": 0.0, "compute": 1.0, "eng": 1.0},
+            "seconds": 1.0, "path": [str(net)]}
+
+
+def _worlds_table(values, priors=None, **settings):
+    """A worlds table from {(family, strategy): [net utility per world]}."""
     import bench_worlds
 
-    def row(family, world, strategy, net):
-        return {"family": family, "world": world, "strategy": strategy, "net_utility": net, "final_J": net,
-                "unsafe": 0, "probe_unsafe": 0, "rounds": 2, "spent": {"real": 0.0, "compute": 1.0, "eng": 1.0},
-                "seconds": 1.0, "path": [str(net)]}
+    rows = [_worlds_row(f, w, s, v) for (f, s), vs in values.items() for w, v in enumerate(vs)]
+    families = dict.fromkeys(f for f, _ in values)
+    summary = {f: bench_worlds.summarize([r for r in rows if r["family"] == f],
+                                         tuple(dict.fromkeys(s for g, s in values if g == f))) for f in families}
+    strategies = list(dict.fromkeys(s for _, s in values))
+    return {"machine": {"cores": 2, "backend": "cpu"},
+            "settings": {"team_priors": priors or {}, "strategies": strategies, **settings},
+            "summary": summary, "rows": rows}
 
-    def table(values, priors=None):  # {(family, strategy): [net per world]}
-        rows = [row(f, w, s, v) for (f, s), vs in values.items() for w, v in enumerate(vs)]
-        families = dict.fromkeys(f for f, _ in values)
-        summary = {f: bench_worlds.summarize([r for r in rows if r["family"] == f],
-                                             tuple(dict.fromkeys(s for g, s in values if g == f))) for f in families}
-        strategies = list(dict.fromkeys(s for _, s in values))
-        return {"machine": {"cores": 2, "backend": "cpu"}, "settings": {"team_priors": priors or {},
-                                                                        "strategies": strategies},
-                "summary": summary, "rows": rows}
 
+def test_the_fix_per_method_section_pairs_the_rule_and_its_rivals_with_the_default_prior_s_tables():
+    table = _worlds_table
     method = {"fix_prob": 0.2, "fix_loc": 1.0, "fix_scale": 0.5, "fix_unit": "method"}
     per_method = table({("b", "q_cvu"): [0.5, 0.4], ("k", "q_cvu"): [0.6, 0.3]}, priors={"b": method, "k": method})
     rivals = table({("b", "mv_greedy"): [0.4, 0.4], ("k", "mv_greedy"): [0.5, 0.5]})
@@ -594,3 +598,25 @@ def test_the_fix_per_method_section_pairs_the_rule_and_its_rivals_with_the_defau
     every = text[text.index("Every strategy against the rule under this prior"):text.index("Every strategy on `kin`")]
     assert "| b | 0.450 | 0.00 | none | mv_greedy -0.050 | " in every and "(from mv_greedy)" in every
     assert "| k | 0.450 | 0.00 | none | mv_greedy +0.050 | " in every
+
+
+def test_the_ten_teams_section_pairs_each_rival_over_the_teams_and_under_the_one_history():
+    table = _worlds_table
+    # two teams: worlds 0 and 2 are team 0's, 1 and 3 team 1's
+    data = table({("s", "q_cvu"): [0.5, 0.4, 0.5, 0.4], ("s", "q_beta0"): [0.4, 0.5, 0.4, 0.5],
+                  ("s", "oracle_safe"): [0.9, 0.9, 0.9, 0.9]}, teams=2)
+    lookahead = table({("r", "q_cvu"): [0.5, 0.5, 0.6, 0.4], ("r", "q_beta0"): [0.4, 0.4, 0.4, 0.4]}, teams=2)
+    per_method = table({("b", "q_cvu"): [0.5]})
+    method_fix = table({("r", "q_cvu"): [0.6, 0.6]})
+    method_fix_rivals = table({("s", "q_beta0"): [0.3, 0.3], ("r", "q_beta0"): [0.5, 0.4]},
+                              priors={"s": {"fix_prob": 0.1, "method_fix_probs": {}}})
+    one_q = table({("s", "q_cvu"): [0.4, 0.4]}, priors={"s": {"fix_prob": 0.1}})
+    text = "\n".join(summarize.teams(data, lookahead, per_method, None, None, method_fix, method_fix_rivals, one_q))
+    cell = summarize._diff_cell
+    assert "## Ten teams" in text and summarize.COMMANDS["worlds_teams"] in text
+    # over the teams from the table itself; under the one history from the default tables; q_beta0 ahead in team 1
+    assert (f"| s | q_beta0 | {cell(np.array([-0.1, 0.1, -0.1, 0.1]))} | {cell(np.array([-0.1, -0.1]))} | "
+            "1 of 2 |") in text
+    assert (f"| r | 0.500 | {cell(np.array([-0.1, -0.1, -0.2, 0.0]))} | {cell(np.array([-0.1, -0.2]))} | "
+            "0 of 2 |") in text
+    assert "Every strategy against the rule" in text and "| s | 0.450 | 0.00 |" in text
