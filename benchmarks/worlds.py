@@ -385,7 +385,8 @@ class WorldExecutor:
     def initial_policy(self) -> str:
         return "pi0"
 
-    def _policy(self, policy: str, memory: Mapping[str, Any]) -> tuple[float, tuple[str, ...]]:
+    def truth_of(self, policy: str, memory: Mapping[str, Any]) -> tuple[float, tuple[str, ...]]:
+        """The true J and lineage of `policy` (the world's start for a policy it has not made)."""
         known = memory.get("policies", {}).get(policy)
         if known is None:
             return self.world.start_J, ()
@@ -395,12 +396,12 @@ class WorldExecutor:
         """The true ΔJ of every adaptation from the deployed policy (for the oracles)."""
         from bayes_s2r.campaign import executor_memory
 
-        J, lineage = self._policy(state.policy, executor_memory(ledger))
+        J, lineage = self.truth_of(state.policy, executor_memory(ledger))
         return {c.name: self.world.true_gain(c.name, J, lineage) for c in state.candidates if c.role == "adaptation"}
 
     def execute(self, rng_key, candidate, *, round, policy, memory):
         rng = _rng(rng_key)
-        J, lineage = self._policy(policy, memory)
+        J, lineage = self.truth_of(policy, memory)
         records: list = []
         if candidate.observed_safety is not None:
             target = candidate.observed_safety
@@ -426,7 +427,7 @@ class WorldExecutor:
 
     def evaluate_deployment(self, rng_key, *, round, policy, episodes, memory):
         rng = _rng(rng_key)
-        J, _ = self._policy(policy, memory)
+        J, _ = self.truth_of(policy, memory)
         return DeploymentEval(policy, episodes, int(rng.binomial(episodes, J)), 0, round=round)
 
 

@@ -255,3 +255,20 @@ def test_the_prior_check_benchmark_runs_small(capsys):
     assert r["priors"]["history"]["coverage"] == round(check.coverage, 4) and check.effects == 72
     assert r["true_gain"] == round(bench_prior_check.true_first_gain(family, 3), 4)
     assert json.loads(capsys.readouterr().out)["benchmark"] == "prior_check"
+
+
+def test_the_expectations_benchmark_sets_each_try_s_belief_against_what_it_brought():
+    import bench_expectations
+
+    out = bench_expectations.main(["--families", "small", "--worlds", "1", "--rounds", "2", "--gain-prior", "library"])
+    rows, summary = out["rows"], out["results"]["small"]
+    world = W.draw_world(W.FAMILIES["small"], 0)
+    tries = [r for r in rows if "realized" in r]
+    assert summary["decisions"] == len(rows) >= 1 and summary["tries"] == len(tries)
+    first = rows[0]
+    assert first["round"] == 0 and len(first["z"]) >= 1
+    # this world's first decision tries an adaptation: the truth the world holds for it from the start
+    assert first["true_gain"] == pytest.approx(world.true_gain(first["chosen"], world.start_J, ()))
+    assert first["realized"] == (pytest.approx(first["true_gain"]) if first["adopted"] else 0.0)
+    assert summary["realized"]["mean"] == pytest.approx(np.mean([r["realized"] for r in tries]))
+    assert summary["realized_minus_price"]["mean"] == pytest.approx(np.mean([r["realized"] - r["price"] for r in tries]))
