@@ -204,7 +204,7 @@ COMMANDS = {
         "history-fix-per-method --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,dr_only,oracle_safe "
         "--out benchmarks/results/worlds_teams.json"),
     "worlds_teams_lookahead": (
-        "python benchmarks/bench_worlds.py --families robot,pilots,failing,late,siblings --worlds 80 --teams 10 --jobs 2 "
+        "python benchmarks/bench_worlds.py --families robot,pilots,failing --worlds 60 --teams 10 --jobs 2 "
         "--gain-prior history-fix-per-method --strategies q_cvu,q_beta0 "
         "--out benchmarks/results/worlds_teams_lookahead.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
