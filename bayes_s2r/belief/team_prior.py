@@ -557,6 +557,7 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                    method_locs: Sequence[float] | None = None,
                    method_contrasts: bool = False,
                    method_spreads: Sequence[float] | None = None,
+                   integrate_method_spread: bool = False,
                    shared_scales: Sequence[float] | None = None,
                    baseline_level: bool = False,
                    fix_probs: Sequence[float] | None = None,
@@ -604,6 +605,11 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
             one mean for all) by the marginal likelihood with each method's mean integrated out,
             and each method with past effects gets its posterior mean. Needs `methods`; with
             fewer than `min_effects_for_loc` effects ω is 0.
+        integrate_method_spread: with `method_spreads`, average each method's posterior mean
+            over ω's posterior instead of taking it at the most evident ω: ω ~ HalfCauchy with
+            `base.method_scale`, on the spreads given (trapezoid weights). Four or five methods
+            say little about ω, and the most evident one often shrinks a method whose history
+            was lucky hardly at all (module docstring).
         shared_scales: size the levels the candidates of one campaign share (μ_A, and with
             `methods` the method level) by the evidence: base's `gain_scale`, `method_scale` and
             `group_scale` are multiplied by the k among these (e.g. `DEFAULT_SHARED_SCALES`; 0:
@@ -666,6 +672,10 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         raise InputError("method_contrasts", method_contrasts, "True or False")
     if not isinstance(baseline_level, bool):
         raise InputError("baseline_level", baseline_level, "True or False")
+    if not isinstance(integrate_method_spread, bool):
+        raise InputError("integrate_method_spread", integrate_method_spread, "True or False")
+    if integrate_method_spread and method_spreads is None:
+        raise InputError("integrate_method_spread", integrate_method_spread, "False without method_spreads")
     if method_contrasts and spreads is not None:
         raise InputError("method_contrasts", method_contrasts, "False with method_spreads (the spread sets the contrasts)")
     if shared_scales is not None:
@@ -720,6 +730,7 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
     at_scale = {s: _upper_levels(grid_ll, _upper_sd(_hierarchy_at(base, float(s)))) if scale_hierarchy else grid_ll
                 for s in scales}
     by_key, by_method = {}, {}  # key: (gain_loc, skew, scale, df, spread or None)
+    spread_mean = {}  # key: ω's posterior mean, with integrate_method_spread
     for df, skew in levels:
         for s in scales:
             each = {}  # per mean, each effect's log evidence [E]
@@ -733,8 +744,17 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                 return float(at(loc)[rest].sum()) + sum(float(at(kept_locs[h])[ix].sum()) for h, ix in kept.items())
 
             if spreads is not None:
+                k = round(_METHOD_MEAN_RANGE / _METHOD_MEAN_STEP)  # one grid of means for every loc searched
+                grid = np.arange(min(locs) - k * _METHOD_MEAN_STEP, max(locs) + (k + 1) * _METHOD_MEAN_STEP,
+                                 _METHOD_MEAN_STEP)
+                per_effect = _effect_evidence(at_scale[s], base, float(s), df, skew, grid) if of_method else None
                 for loc in locs:
-                    shrunk = _shrunk_method_means(at, at_scale[s], base, float(s), df, skew, loc, spreads, of_method)
+                    shrunk = _shrunk_method_means(at, grid, per_effect, loc, spreads, of_method)
+                    if integrate_method_spread:
+                        key = (loc, skew, float(s), df, None)
+                        evidence, by_method[key], spread_mean[key] = _over_spread(shrunk, loc, base.method_scale)
+                        by_key[key] = others(loc) + evidence
+                        continue
                     for w, (evidence, means) in shrunk.items():
                         by_key[loc, skew, float(s), df, w] = others(loc) + evidence
                         by_method[loc, skew, float(s), df, w] = means
@@ -806,7 +826,7 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                                 candidate_scale=scale_best, candidate_df=df_best, candidate_skew=skew_best,
                                 method_locs=method_locs_best, fixed_scales=False, **fix)
     return GainPriorFit(prior=prior, log_evidence=out, effects=len(counts),
-                        best_minus_normal=versus_normal, method_spread=spread_best,
+                        best_minus_normal=versus_normal, method_spread=spread_mean.get(best_key, spread_best),
                         shared_scale=None if shared is None else shared_best, shared_log_evidence=evidence,
                         fix_log_evidence=fix_evidence, method_fix_concentration=concentration,
                         method_fix_log_evidence=method_fix_evidence,
@@ -1024,17 +1044,31 @@ def _effect_evidence(grid_ll: np.ndarray, base: GainPrior, scale: float, df: flo
     return out
 
 
-def _shrunk_method_means(at, grid_ll, base, scale, df, skew, loc, spreads, of_method) -> dict:
+def _over_spread(shrunk: Mapping[float, tuple[float, dict]], loc: float, scale: float) -> tuple[float, dict, float]:
+    """(log ∫ evidence(ω) p(ω) dω, {method: E[m_h]} averaged over ω's posterior, E[ω]) from
+    `_shrunk_method_means`'s {ω: (log evidence, means)}, with ω ~ HalfCauchy(scale) on the
+    spreads given (trapezoid weights; ω = 0 leaves every method at `loc`)."""
+    w = np.asarray(sorted(shrunk))
+    width = np.gradient(w) if w.size > 1 else np.ones(1)
+    if w.size > 1:
+        width[[0, -1]] /= 2
+    log_prior = stats.halfcauchy.logpdf(w, scale=scale) + np.log(width)
+    log_prior -= special.logsumexp(log_prior)
+    joint = np.asarray([shrunk[x][0] for x in w]) + log_prior
+    post = special.softmax(joint)
+    names = {h for _, means in shrunk.values() for h in means}
+    means = {h: float(sum(p * shrunk[x][1].get(h, loc) for p, x in zip(post, w))) for h in sorted(names)}
+    return float(special.logsumexp(joint)), means, float(post @ w)
+
+
+def _shrunk_method_means(at, grid, per_effect, loc, spreads, of_method) -> dict:
     """{spread ω: (Σ_h log ∫ Π_{e∈h} p(e | m) N(m; loc, ω²) dm, {method h: E[m_h | its effects]})}.
 
-    Each method's evidence Σ_{e∈h} log p(e | m) is computed on a grid of m around `loc` and
+    Each method's evidence Σ_{e∈h} log p(e | m), given on `grid` of m by `per_effect` [E, M], is
     spline-interpolated; the normal over m is integrated at equal-probability quantiles.
     ω = 0 is one mean for all (no method means)."""
     from scipy.interpolate import CubicSpline
 
-    k = round(_METHOD_MEAN_RANGE / _METHOD_MEAN_STEP)
-    grid = loc + _METHOD_MEAN_STEP * np.arange(-k, k + 1)
-    per_effect = _effect_evidence(grid_ll, base, scale, df, skew, grid) if of_method else None  # [E, M]
     curves = {h: CubicSpline(grid, per_effect[ix].sum(0)) for h, ix in of_method.items()}
     z = special.ndtri(_mid(_METHOD_MEAN_NODES))
     out = {}

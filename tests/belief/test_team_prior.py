@@ -3,6 +3,7 @@ campaigns, checked against Monte-Carlo integration and on histories simulated fr
 
 import numpy as np
 import pytest
+from scipy import stats
 from scipy.special import expit
 
 import bayes_s2r as bs
@@ -333,13 +334,53 @@ def test_methods_that_differ_are_kept_apart_and_methods_that_do_not_share_one_me
                           **grid).prior.method_locs == ()
 
 
+def test_integrated_spread_averages_each_spreads_means_by_its_posterior():
+    past = _two_methods(np.random.default_rng(8), 12)
+    grid, spreads = {"candidate_scales": [0.5], "candidate_dfs": [None]}, (0.0, 0.25, 0.5, 1.0)
+    fit = fit_gain_prior(past, methods=METHODS, method_spreads=spreads, integrate_method_spread=True, **grid)
+    # reference: one fit per spread, each spread's evidence times its HalfCauchy(method_scale) weight
+    # (trapezoid rule on the spreads), normalised; a spread of 0 leaves every method at gain_loc
+    alone = [fit_gain_prior(past, methods=METHODS, method_spreads=[w], **grid) for w in spreads]
+    evidence = np.array([a.log_evidence[(0.5, None)] for a in alone])
+    weight = stats.halfcauchy.pdf(spreads, scale=GainPrior().method_scale) * np.array([0.125, 0.25, 0.375, 0.25])
+    post = np.exp(evidence - evidence.max()) * weight
+    post /= post.sum()
+    for h in METHODS.values():
+        means = [dict(a.prior.method_locs).get(h, GainPrior().gain_loc) for a in alone]
+        assert dict(fit.prior.method_locs)[h] == pytest.approx(post @ means, abs=1e-9)
+    assert fit.method_spread == pytest.approx(post @ np.array(spreads), abs=1e-9)
+    assert fit.log_evidence[(0.5, None)] == pytest.approx(
+        evidence.max() + np.log(np.exp(evidence - evidence.max()) @ (weight / weight.sum())), abs=1e-9)
+
+
+def test_integrated_spread_pulls_each_method_toward_gain_loc_and_keeps_a_real_difference():
+    rng = np.random.default_rng(3)
+    grid, loc = {"candidate_scales": [0.3], "candidate_dfs": [None]}, GainPrior().gain_loc
+    own_grid = np.arange(-1.0, 2.5, 0.05).round(2)
+    for past, apart in [(_two_methods(rng, 12, means=[(name, 0.3) for name in METHODS]), False),
+                        (_two_methods(rng, 12), True)]:
+        whole = dict(fit_gain_prior(past, methods=METHODS, method_spreads=DEFAULT_METHOD_SPREADS,
+                                    integrate_method_spread=True, **grid).prior.method_locs)
+        own = dict(fit_gain_prior(past, methods=METHODS, method_locs=own_grid, **grid).prior.method_locs)
+        for h, m in whole.items():  # an average of shrunk means, each between gain_loc and the method's own fit
+            assert min(own[h], loc) - 0.03 <= m <= max(own[h], loc) + 0.03
+        if apart:  # a method that is usually the fix stays well apart
+            assert whole["FT"] > whole["DR"] + 0.7 and whole["FT"] > whole["SI"] + 0.7
+        else:  # alike methods sit closer together than their own fits
+            assert max(whole.values()) - min(whole.values()) < 0.5 * (max(own.values()) - min(own.values()))
+
+
 @pytest.mark.parametrize("kwargs, field", [({"method_spreads": [0.5]}, "methods"),
                                            ({"method_spreads": [-0.5], "methods": {"a": "FT"}}, "method_spreads"),
                                            ({"method_spreads": [], "methods": {"a": "FT"}}, "method_spreads"),
                                            ({"method_spreads": [0.5], "method_locs": [1.0], "methods": {"a": "FT"}},
                                             "method_spreads"),
                                            ({"method_spreads": [0.5], "method_contrasts": True, "methods": {"a": "FT"}},
-                                            "method_contrasts")])
+                                            "method_contrasts"),
+                                           ({"integrate_method_spread": True, "methods": {"a": "FT"}},
+                                            "integrate_method_spread"),
+                                           ({"method_spreads": [0.5], "integrate_method_spread": 1, "methods": {"a": "FT"}},
+                                            "integrate_method_spread")])
 def test_bad_spreads_are_refused_by_name(kwargs, field):
     with pytest.raises(InputError) as err:
         fit_gain_prior([[PairedEval("a", 1, 2, 1, 2)]], **kwargs)
