@@ -62,6 +62,11 @@ TEAM_PRIORS = {
     "history-fix-method": {"method_means": True, "method_fix": True},
     "history-fix-method-hierarchy": {"method_means": True, "method_fix": True, "scale_hierarchy": True},
     "history-fix-per-method": {"method_means": True, "method_fix": True, "fix_per_method": True},
+    "history-fix-per-method-shrunk": {"method_shrinkage": True, "spread_integrated": True, "fit_location": True,
+                                      "method_fix": True, "fix_per_method": True},
+    "history-fix-per-method-shrunk-hierarchy": {"method_shrinkage": True, "spread_integrated": True,
+                                                "fit_location": True, "method_fix": True, "fix_per_method": True,
+                                                "scale_hierarchy": True},
 }
 
 DEFAULT_STRATEGIES = ("q_cvu", "q_cvu@g0", "q_beta0", "mv_greedy", "thompson", "pandora", "round_robin", "dr_only",
@@ -313,7 +318,10 @@ def main(argv=None) -> dict:
                         "DEFAULT_FIX_PROBS); history-fix-method: history-fix with each method's own fix probability "
                         "shrunk toward one (method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS), what "
                         "`bayes-s2r prior --candidates` fits by default; history-fix-method-hierarchy: history-fix-method with "
-                        "the whole effect hierarchy sized (scale_hierarchy=True); library: the library's default GainPrior. "
+                        "the whole effect hierarchy sized (scale_hierarchy=True); history-fix-per-method-shrunk: history-fix-per-method "
+                        "with each method's mean shrunk toward a fitted common mean (DEFAULT_LOCS), averaged over the "
+                        "spread's posterior (integrate_method_spread=True); history-fix-per-method-shrunk-hierarchy: the same with the "
+                        "whole effect hierarchy sized (scale_hierarchy=True); library: the library's default GainPrior. "
                         "The default, history, keeps the stored tables' prior (`bayes-s2r prior --candidates --no-one-fix`)")
     p.add_argument("--history-campaigns", type=int, default=12,
                    help="past campaigns the team prior is fitted from (worlds.history; ignored with --gain-prior library)")

@@ -207,6 +207,10 @@ COMMANDS = {
         "python benchmarks/bench_worlds.py --families robot,pilots,failing --worlds 60 --teams 10 --jobs 2 "
         "--gain-prior history-fix-per-method --strategies q_cvu,q_beta0 "
         "--out benchmarks/results/worlds_teams_lookahead.json"),
+    "worlds_teams_shrunk": (
+        "python benchmarks/bench_worlds.py --families small,needle --worlds 200 --teams 10 --jobs 2 --gain-prior "
+        "history-fix-per-method-shrunk --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,dr_only,oracle_safe "
+        "--out benchmarks/results/worlds_teams_shrunk.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -1700,9 +1704,11 @@ def _teams_ahead(data: dict, family: str, strategy: str) -> str:
 
 
 def teams(data: dict, lookahead: dict | None, per_method: dict | None, per_method_rivals: dict | None,
-          kin: dict | None, method_fix_table: dict, method_fix_rivals: dict, one_fix_table: dict) -> list[str]:
+          kin: dict | None, method_fix_table: dict, method_fix_rivals: dict, one_fix_table: dict,
+          shrunk: dict | None = None) -> list[str]:
     """Every strategy where each world's team prior comes from one of ten teams' histories, and
-    the rule against β = 0 so, beside the same comparisons under the one history of the other tables."""
+    the rule against β = 0 so, beside the same comparisons under the one history of the other tables;
+    given `shrunk`, the same ten teams with each method's mean shrunk toward one."""
     out = ["## Ten teams: the comparisons over other past campaigns", "",
            f"`{COMMANDS['worlds_teams']}` ({_machine(data)})", "",
            ("Every other random-world table fits each family's team prior from one history: the same twelve past "
@@ -1724,6 +1730,7 @@ def teams(data: dict, lookahead: dict | None, per_method: dict | None, per_metho
                 one.append(f"| {family} | {name} | {_diff_cell(_paired_diffs(data, data, family, name, b_strategy='q_cvu'))} | "
                            f"{_diff_cell(single)} | {_teams_ahead(data, family, name)} |")
     out += [*one, ""]
+    out += _stopping_at_once(data, shrunk)
     if lookahead is not None:
         out += [(f"The look-ahead against β = 0 over ten teams where it was ahead under the one history "
                  f"(`{COMMANDS['worlds_teams_lookahead']}`, {_machine(lookahead)}):"), "",
@@ -1737,7 +1744,41 @@ def teams(data: dict, lookahead: dict | None, per_method: dict | None, per_metho
                        f"{_diff_cell(_paired_diffs(rivals, rule, family, 'q_beta0', b_strategy='q_cvu'))} | "
                        f"{_teams_ahead(lookahead, family, 'q_beta0')} |")
         out.append("")
+    if shrunk is not None:
+        out += _worlds_rivals(shrunk, (
+            "The same ten teams with each method's mean shrunk toward one common mean instead of fitted on its own "
+            f"(`--gain-prior history-fix-per-method-shrunk`; `{COMMANDS['worlds_teams_shrunk']}`, {_machine(shrunk)}). "
+            "A method whose twelve past campaigns were lucky looks best and is chosen first (the optimizer's curse); "
+            "the common mean is fitted and the methods' spread ω averaged over its posterior (`fit_gain_prior(..., "
+            "method_spreads=DEFAULT_METHOD_SPREADS, integrate_method_spread=True)`), and every strategy decides from "
+            "this prior. The last column pairs the rule with the first table's:"), data, level=True)
     return out
+
+
+def _stopping_at_once(data: dict, shrunk: dict | None) -> list[str]:
+    """Each strategy's net utility minus the start's J: what trying gained over stopping at once
+    (spending nothing and keeping the starting policy), per family, under each table's prior."""
+    out = [("What trying gained over stopping at once (net utility minus the start's J, paired by world; stopping "
+            "at once keeps the starting policy and spends nothing), under the prior of this section's first table"
+            + (" and under the shrunk means below" if shrunk else "") + ":"), "",
+           "| family | strategy | − stopping at once, 95% |" + (" the same, shrunk means, 95% |" if shrunk else ""),
+           "|---|---|---|" + ("---|" if shrunk else "")]
+    none_above = []  # families where no strategy but the oracles gains over stopping at once
+    for family, summary in data["summary"].items():
+        above = False
+        for name in (k for k in summary if not k.startswith("_")):
+            gained = [np.array([r["net_utility"] - r["start_J"] for r in table["rows"]
+                                if r["family"] == family and r["strategy"] == name])
+                      for table in (data, shrunk) if table is not None]
+            above |= not name.startswith("oracle") and common.t_interval(gained[0])[0] > 0
+            out.append(f"| {family} | {name} | " + " | ".join(map(_diff_cell, gained)) + " |")
+        if not above and "pandora" in summary:  # the reading below rests on Pandora's index
+            none_above.append(family)
+    if none_above:
+        out += ["", (f"In {', '.join(none_above)} no strategy but the oracle gains over stopping at once with an interval "
+                     "above 0, Pandora's index included, which is optimal for independent tries when the prior is right: "
+                     "the prior there makes tries look worth more than they bring.")]
+    return out + [""]
 
 
 def team_prior_variants(long: dict, baseline: dict | None, held_out: dict | None) -> list[str]:
@@ -1967,7 +2008,7 @@ SECTIONS = [
              "worlds_history_fix", "worlds_held_out"), fix_per_method),
     Section(("worlds_teams", "worlds_teams_lookahead", "worlds_history_fix_per_method",
              "worlds_history_fix_per_method_rivals", "worlds_kin", "worlds_history_fix_method",
-             "worlds_history_fix_method_rivals", "worlds_history_fix"), teams),
+             "worlds_history_fix_method_rivals", "worlds_history_fix", "worlds_teams_shrunk"), teams),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -322,7 +322,7 @@ def history_methods(family: Family) -> dict[str, str]:
 
 def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool = False,
                skew: bool = False, method_means: bool = False, method_contrasts: bool = False,
-               method_shrinkage: bool = False, shared_levels: bool = False, baseline_level: bool = False,
+               method_shrinkage: bool = False, spread_integrated: bool = False, shared_levels: bool = False, baseline_level: bool = False,
                one_fix: bool = False, method_fix: bool = False, fix_per_method: bool = False,
                campaigns: int = 12, team: int = 0) -> dict:
     """The gain prior a team with `history(family, campaigns, team)` behind it brings (`bs.fit_gain_prior`);
@@ -331,7 +331,8 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
     candidate level's skew is searched (over `DEFAULT_SKEWS`), with `method_means` each
     method's mean (over `DEFAULT_METHOD_LOCS`; the candidates keep their names and methods
     from world to world of a family), with `method_contrasts` only how the methods differ, with
-    `method_shrinkage` each method's mean shrunk toward one by the evidence, with
+    `method_shrinkage` each method's mean shrunk toward one by the evidence (with `spread_integrated`
+    averaged over the spread's posterior instead of at the most evident spread), with
     `shared_levels` the levels a campaign's candidates share sized by the evidence, with
     `baseline_level` the starting policies' level fitted to the past starts, with `one_fix` the
     one-fix structure searched (over `DEFAULT_FIX_PROBS`), with `method_fix` too each method's
@@ -343,6 +344,7 @@ def team_prior(family: Family, fit_location: bool = False, scale_hierarchy: bool
                             methods=methods, method_locs=DEFAULT_METHOD_LOCS if method_means or method_contrasts else None,
                             method_contrasts=method_contrasts,
                             method_spreads=DEFAULT_METHOD_SPREADS if method_shrinkage else None,
+                            integrate_method_spread=spread_integrated,
                             shared_scales=DEFAULT_SHARED_SCALES if shared_levels else None,
                             baseline_level=baseline_level, fix_probs=DEFAULT_FIX_PROBS if one_fix or method_fix else None,
                             method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS if method_fix else None,

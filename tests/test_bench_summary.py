@@ -552,7 +552,7 @@ def test_the_sized_hierarchy_section_pairs_the_rule_with_the_default_prior_s_tab
 def _worlds_row(family, world, strategy, net):
     return {"family": family, "world": world, "strategy": strategy, "net_utility": net, "final_J": net,
             "unsafe": 0, "probe_unsafe": 0, "rounds": 2, "spent": {"real": 0.0, "compute": 1.0, "eng": 1.0},
-            "seconds": 1.0, "path": [str(net)]}
+            "seconds": 1.0, "path": [str(net)], "start_J": 0.3 + 0.01 * world}
 
 
 def _worlds_table(values, priors=None, **settings):
@@ -620,3 +620,16 @@ def test_the_ten_teams_section_pairs_each_rival_over_the_teams_and_under_the_one
     assert (f"| r | 0.500 | {cell(np.array([-0.1, -0.1, -0.2, 0.0]))} | {cell(np.array([-0.1, -0.2]))} | "
             "0 of 2 |") in text
     assert "Every strategy against the rule" in text and "| s | 0.450 | 0.00 |" in text
+    assert "method's mean shrunk" not in text
+    # what trying gained over stopping at once: net utility minus the start's J, by world
+    gained = [0.5 - 0.3, 0.4 - 0.31, 0.5 - 0.32, 0.4 - 0.33]  # the rows' starts: 0.3 + 0.01 per world
+    assert f"| s | q_cvu | {cell(np.array(gained))} |" in text
+    assert "gains over stopping at once with an interval" not in text  # no pandora in s to read it by
+    # with the shrunk prior's table: its rule against the first table's, paired by world
+    shrunk = table({("s", "q_cvu"): [0.6, 0.4, 0.6, 0.5], ("s", "q_beta0"): [0.5, 0.5, 0.5, 0.5],
+                    ("s", "oracle_safe"): [0.9, 0.9, 0.9, 0.9]}, teams=2)
+    text = "\n".join(summarize.teams(data, lookahead, per_method, None, None, method_fix, method_fix_rivals, one_q,
+                                     shrunk))
+    assert summarize.COMMANDS["worlds_teams_shrunk"] in text
+    section = text.split("method's mean shrunk")[1]
+    assert "| s | 0.525 | 0.00 |" in section and section.rstrip().endswith(f"{cell(np.array([0.1, 0.0, 0.1, 0.1]))} |")
