@@ -90,6 +90,16 @@ utility under it (`worlds_history_shrunk.json`, 200 worlds per family, paired) w
 against DR −0.03, where the own means were 0.5 and −0.25). Neither dominates, so it is used
 only when asked.
 
+With `integrate_method_spread=True` each method's shrunk mean is averaged over ω's posterior
+(ω ~ HalfCauchy(base.method_scale)) instead of taken at the most evident ω: four or five methods
+say little about ω. With the common mean fitted too (`--gain-prior history-fix-per-method-shrunk`
+of `benchmarks/bench_worlds.py`, ten teams' histories, 200 worlds per family, every strategy
+under it; `worlds_teams_shrunk.json`) the rule moved by +0.005 [−0.002, +0.011] where gains are
+many and small and +0.010 [−0.015, +0.035] where one rare fix decides, and MV-greedy by +0.005
+[−0.001, +0.011] and +0.023 [+0.002, +0.043]: a method mean flattered by its history misleads
+every rule that reads the prior, so correcting it did not change the rule's standing against
+its rivals. Off by default.
+
 The levels one campaign's candidates share (μ_A, the method and group levels) say how much
 one measured candidate tells about its siblings: with the library's levels, once one DR
 candidate had measured −0.11, every other candidate of that campaign was believed to lose
