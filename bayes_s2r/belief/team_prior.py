@@ -92,7 +92,9 @@ only when asked.
 
 With `integrate_method_spread=True` each method's shrunk mean is averaged over ω's posterior
 (ω ~ HalfCauchy(base.method_scale)) instead of taken at the most evident ω: four or five methods
-say little about ω. With the common mean fitted too (`--gain-prior history-fix-per-method-shrunk`
+say little about ω. On one team's history of the "small" family the two gave the same means to
+0.02; what moved them toward the truth (0.11 logits for every method) was fitting the common
+mean they shrink to (SI 0.30 toward 0.3, 0.13 toward a fitted 0). With the common mean fitted too (`--gain-prior history-fix-per-method-shrunk`
 of `benchmarks/bench_worlds.py`, ten teams' histories, 200 worlds per family, every strategy
 under it; `worlds_teams_shrunk.json`) the rule moved by +0.005 [−0.002, +0.011] where gains are
 many and small and +0.010 [−0.015, +0.035] where one rare fix decides, and MV-greedy by +0.005
@@ -618,8 +620,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
         integrate_method_spread: with `method_spreads`, average each method's posterior mean
             over ω's posterior instead of taking it at the most evident ω: ω ~ HalfCauchy with
             `base.method_scale`, on the spreads given (trapezoid weights). Four or five methods
-            say little about ω, and the most evident one often shrinks a method whose history
-            was lucky hardly at all (module docstring).
+            say little about ω, so its whole posterior is what the evidence gives (module
+            docstring).
         shared_scales: size the levels the candidates of one campaign share (μ_A, and with
             `methods` the method level) by the evidence: base's `gain_scale`, `method_scale` and
             `group_scale` are multiplied by the k among these (e.g. `DEFAULT_SHARED_SCALES`; 0:
