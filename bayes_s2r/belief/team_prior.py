@@ -743,6 +743,8 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                 for s in scales}
     by_key, by_method = {}, {}  # key: (gain_loc, skew, scale, df, spread or None)
     spread_mean = {}  # key: ω's posterior mean, with integrate_method_spread
+    k = round(_METHOD_MEAN_RANGE / _METHOD_MEAN_STEP)  # with spreads: one grid of method means for every loc
+    grid = np.arange(min(locs) - k * _METHOD_MEAN_STEP, max(locs) + (k + 1) * _METHOD_MEAN_STEP, _METHOD_MEAN_STEP)
     for df, skew in levels:
         for s in scales:
             each = {}  # per mean, each effect's log evidence [E]
@@ -756,9 +758,6 @@ def fit_gain_prior(histories: Iterable[Iterable], *, base: GainPrior | None = No
                 return float(at(loc)[rest].sum()) + sum(float(at(kept_locs[h])[ix].sum()) for h, ix in kept.items())
 
             if spreads is not None:
-                k = round(_METHOD_MEAN_RANGE / _METHOD_MEAN_STEP)  # one grid of means for every loc searched
-                grid = np.arange(min(locs) - k * _METHOD_MEAN_STEP, max(locs) + (k + 1) * _METHOD_MEAN_STEP,
-                                 _METHOD_MEAN_STEP)
                 per_effect = _effect_evidence(at_scale[s], base, float(s), df, skew, grid) if of_method else None
                 for loc in locs:
                     shrunk = _shrunk_method_means(at, grid, per_effect, loc, spreads, of_method)
