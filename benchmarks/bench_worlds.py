@@ -46,6 +46,9 @@ import numpy as np
 import worlds as W
 
 ORACLES = ("oracle", "oracle_safe")
+#: The summary's row for keeping the starting policy and spending nothing: net utility is the start's J.
+#: It needs no campaign, and every strategy that tries something must beat it to be worth running.
+STOP = "stop_at_once"
 #: `--gain-prior` choices fitted from past campaigns: the `worlds.team_prior` options of each.
 TEAM_PRIORS = {
     "history": {"method_means": True},
@@ -147,6 +150,8 @@ def summarize(rows: list[dict], strategies: tuple[str, ...]) -> dict:
             lo, hi = common.t_interval(net - ref)
             row["minus_q_cvu"] = {"mean": float((net - ref).mean()), "ci95": [lo, hi]}
         out[s] = row
+    if all("start_J" in r for r in rows):
+        out[STOP] = _stopping_at_once(rows, worlds, ref)
     if "q_cvu" in out and "oracle_safe" in out:
         q = out["q_cvu"]
         # rivals: not an oracle, not the rule itself nor the rule with another look-ahead ("q_cvu@...")
@@ -158,6 +163,19 @@ def summarize(rows: list[dict], strategies: tuple[str, ...]) -> dict:
             out["_gap"] = {"best_rival": best, "gap_closed": (q["net_utility_mean"] - pool[best]["net_utility_mean"])
                            / denom if denom > 1e-9 else None}
     return out
+
+
+def _stopping_at_once(rows: list[dict], worlds: list[int], ref: np.ndarray | None) -> dict:
+    """The summary row of stopping at once, from the worlds' starting J."""
+    start = {r["world"]: r["start_J"] for r in rows}
+    net = np.array([start[w] for w in worlds])
+    row = {"net_utility_mean": float(net.mean()), "final_J_mean": float(net.mean()), "unsafe_mean": 0.0,
+           "probe_unsafe_mean": 0.0, "rounds_mean": 0.0, "spent_mean": {"real": 0.0, "compute": 0.0, "eng": 0.0},
+           "seconds_mean": 0.0}
+    if ref is not None:
+        lo, hi = common.t_interval(net - ref)
+        row["minus_q_cvu"] = {"mean": float((net - ref).mean()), "ci95": [lo, hi]}
+    return row
 
 
 # Settings that may differ between parts of one table: which worlds and families, how run.

@@ -22,8 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+import bench_worlds
 import common
 import numpy as np
+from bench_worlds import STOP
 
 from bayes_s2r.campaign.config import CAMPAIGN_DECIDE
 from bayes_s2r.models.gains import GainPrior
@@ -746,9 +748,18 @@ def _paired_diffs(a: dict, b: dict, family: str, strategy: str, field: str = "ne
                   b_strategy: str | None = None) -> np.ndarray:
     """a's `field` of `strategy` − b's of `b_strategy` (default the same) on each world both tables ran."""
     b_strategy = strategy if b_strategy is None else b_strategy
-    rows = [{(r["world"], r["strategy"]): r[field] for r in d["rows"] if r["family"] == family} for d in (a, b)]
+    rows = [_by_world(d, family, field) for d in (a, b)]
     worlds = sorted(w for w, s in rows[0] if s == strategy and (w, b_strategy) in rows[1])
     return np.array([rows[0][w, strategy] - rows[1][w, b_strategy] for w in worlds])
+
+
+def _by_world(data: dict, family: str, field: str) -> dict[tuple[int, str], float]:
+    """{(world, strategy): field} of a worlds table's family, stopping at once included: it keeps
+    the start's J and spends nothing, so its net utility and final J are the start's J."""
+    out = {(r["world"], r["strategy"]): r[field] for r in data["rows"] if r["family"] == family}
+    if field in ("net_utility", "final_J"):
+        out.update({(r["world"], STOP): r["start_J"] for r in data["rows"] if r["family"] == family and "start_J" in r})
+    return out
 
 
 def _diff_cell(diff: np.ndarray) -> str:
@@ -1016,7 +1027,8 @@ def worlds(data: dict, fitted: dict | None = None, library: dict | None = None,
          f"{', '.join(settings['families'])}), {settings['rounds']} rounds, no execution evidence at the start, "
          f"gain prior: {_gain_prior_text(settings)}. Net utility is final J − λ0·spent at the prices "
          f"{', '.join(f'{k} {v:g}' for k, v in settings['prices'].items())}; the interval is the 95% paired t-interval over worlds of the strategy's net "
-         "utility minus the rule's (`q_cvu`)."), ""]
+         "utility minus the rule's (`q_cvu`). The row `stop_at_once` keeps the starting policy and spends nothing: its net "
+         "utility is the start's J, it needs no campaign, and it counts among the rivals in every table."), ""]
     out += _merged_parts(settings)
     out += _family_tables(data)
     return (out + (_worlds_pooled(pooled, pooled_pilots, base, first) if pooled else [])
@@ -1531,8 +1543,6 @@ def _every_strategy(rivals: dict, rule_of: dict[str, dict], defaults: tuple) -> 
     """One worlds table per family of the rule (`rule_of[family]`), the belief-driven `rivals`,
     and the strategies that choose without the belief from the family's default table, on the
     worlds all of them ran."""
-    import bench_worlds
-
     rows, summary = [], {}
     for family, rule in rule_of.items():
         default = _default_table(family, defaults)
@@ -1766,7 +1776,7 @@ def _stopping_at_once(data: dict, shrunk: dict | None) -> list[str]:
     none_above = []  # families where no strategy but the oracles gains over stopping at once
     for family, summary in data["summary"].items():
         above = False
-        for name in (k for k in summary if not k.startswith("_")):
+        for name in (k for k in summary if not k.startswith("_") and k != STOP):
             gained = [np.array([r["net_utility"] - r["start_J"] for r in table["rows"]
                                 if r["family"] == family and r["strategy"] == name])
                       for table in (data, shrunk) if table is not None]

@@ -596,8 +596,9 @@ def test_the_fix_per_method_section_pairs_the_rule_and_its_rivals_with_the_defau
     assert "Every strategy on `kin`" in text and "| k | 0.350 | 0.00 |" in text
     # every strategy under the prior: its rule and rivals, the plain strategies from each family's default table
     every = text[text.index("Every strategy against the rule under this prior"):text.index("Every strategy on `kin`")]
-    assert "| b | 0.450 | 0.00 | none | mv_greedy -0.050 | " in every and "(from mv_greedy)" in every
-    assert "| k | 0.450 | 0.00 | none | mv_greedy +0.050 | " in every
+    # stopping at once (net utility the start's J, 0.30 and 0.31) is a rival too
+    assert "| b | 0.450 | 0.00 | none | mv_greedy -0.050, stop_at_once -0.145 | " in every and "(from mv_greedy)" in every
+    assert "| k | 0.450 | 0.00 | none | mv_greedy +0.050, stop_at_once -0.145 | " in every
 
 
 def test_the_ten_teams_section_pairs_each_rival_over_the_teams_and_under_the_one_history():

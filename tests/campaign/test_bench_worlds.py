@@ -77,6 +77,29 @@ def test_bench_worlds_runs_small():
     assert all(0.0 <= r["final_J"] <= 1.0 for r in out["rows"])
 
 
+def _row(world: int, strategy: str, net: float, start_J: float, unsafe: float = 0.0) -> dict:
+    return {"world": world, "strategy": strategy, "net_utility": net, "final_J": net, "unsafe": unsafe,
+            "probe_unsafe": 0.0, "rounds": 2, "spent": {"real": 0.1, "compute": 0.0, "eng": 0.0}, "seconds": 0.0,
+            "start_J": start_J}
+
+
+def test_stopping_at_once_is_a_rival_whose_net_utility_is_the_start_s_J():
+    starts = [0.5, 0.6, 0.7]
+    rows = [_row(w, s, start + lift, start) for w, start in enumerate(starts)
+            for s, lift in (("q_cvu", -0.02 * (w + 1)), ("mv_greedy", -0.05), ("oracle_safe", 0.1))]
+    summary = bench_worlds.summarize(rows, ("q_cvu", "mv_greedy", "oracle_safe"))
+    stop = summary[bench_worlds.STOP]
+    assert stop["net_utility_mean"] == pytest.approx(0.6) and stop["final_J_mean"] == pytest.approx(0.6)
+    assert stop["unsafe_mean"] == 0.0 and stop["rounds_mean"] == 0.0
+    assert stop["minus_q_cvu"]["mean"] == pytest.approx(0.04)
+    # it beats mv_greedy here, so the gap closed is measured from it: (q − stop) / (oracle − stop)
+    assert summary["_gap"]["best_rival"] == bench_worlds.STOP
+    assert summary["_gap"]["gap_closed"] == pytest.approx(-0.04 / 0.1)
+    # rows recorded without the start's J make no such row
+    assert bench_worlds.STOP not in bench_worlds.summarize([{k: v for k, v in r.items() if k != "start_J"}
+                                                            for r in rows], ("q_cvu", "mv_greedy", "oracle_safe"))
+
+
 def test_bench_worlds_passes_decide_options_to_every_campaign():
     """--decide reaches the campaigns' DecideConfig (a rejected option says so) and the settings."""
     args = ["--families", "needle", "--worlds", "1", "--strategies", "q_cvu", "--rounds", "1", "--gain-prior", "library"]
