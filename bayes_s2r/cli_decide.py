@@ -562,8 +562,13 @@ def prior_command(
         "--candidates", help="Candidates TOML file naming the past candidates' methods (for each method's mean).",
         show_default=False)] = None,
     shrink: Annotated[bool, typer.Option(
-        "--shrink", help="Shrink each method's mean toward one mean by the evidence (fit_gain_prior's "
-                         "method_spreads) instead of fitting it on its own; needs --candidates.")] = False,
+        "--shrink", help="Shrink each method's mean toward a common mean fitted with it, averaged over the "
+                         "posterior of the methods' spread (fit_gain_prior's gain_locs, method_spreads and "
+                         "integrate_method_spread), instead of fitting it on its own; needs --candidates.")] = False,
+    hierarchy: Annotated[bool, typer.Option(
+        "--hierarchy", help="Size the levels above the candidate's (the gain, method and group levels) with the "
+                            "fitted candidate level instead of keeping the library's (fit_gain_prior's "
+                            "scale_hierarchy).")] = False,
     shared: Annotated[bool, typer.Option(
         "--shared", help="Size the levels one campaign's candidates share by the evidence (fit_gain_prior's "
                          "shared_scales; 0 makes them independent given the prior).")] = False,
@@ -594,6 +599,7 @@ def prior_command(
     from bayes_s2r.belief import check_gain_prior, fit_gain_prior
     from bayes_s2r.belief.team_prior import (
         DEFAULT_FIX_PROBS,
+        DEFAULT_LOCS,
         DEFAULT_METHOD_FIX_CONCENTRATIONS,
         DEFAULT_METHOD_LOCS,
         DEFAULT_METHOD_SPREADS,
@@ -633,9 +639,11 @@ def prior_command(
             continue
         with Ledger(path, create=False) as ledger:
             histories.append(ledger.records())
+    # shrunk means: toward a fitted common mean, averaged over the spread (docs/decide.md, team prior)
     fit = fit_gain_prior(histories, candidate_skews=DEFAULT_SKEWS if skew else (0.0,), methods=methods,
+                         gain_locs=DEFAULT_LOCS if shrink else None, scale_hierarchy=hierarchy,
                          method_locs=DEFAULT_METHOD_LOCS if method_means and not shrink else None,
-                         method_spreads=DEFAULT_METHOD_SPREADS if shrink else None,
+                         method_spreads=DEFAULT_METHOD_SPREADS if shrink else None, integrate_method_spread=shrink,
                          shared_scales=DEFAULT_SHARED_SCALES if shared else None, baseline_level=baseline,
                          fix_probs=DEFAULT_FIX_PROBS if one_fix else None,
                          method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS if one_fix and methods else None,

@@ -213,6 +213,16 @@ COMMANDS = {
         "python benchmarks/bench_worlds.py --families small,needle --worlds 200 --teams 10 --jobs 2 --gain-prior "
         "history-fix-per-method-shrunk --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,dr_only,oracle_safe "
         "--out benchmarks/results/worlds_teams_shrunk.json"),
+    "worlds_teams_hierarchy": (
+        "python benchmarks/bench_worlds.py --families sim_fix,late --worlds 60 --teams 10 --jobs 2 --gain-prior "
+        "history-fix-per-method-shrunk-hierarchy --strategies q_cvu --out benchmarks/results/worlds_teams_hierarchy.json"),
+    "worlds_teams_hierarchy_default": (
+        "python benchmarks/bench_worlds.py --families sim_fix,late --worlds 60 --teams 10 --jobs 2 --gain-prior "
+        "history-fix-per-method --strategies q_cvu --out benchmarks/results/worlds_teams_hierarchy_default.json"),
+    "worlds_teams_hierarchy_rivals": (
+        "python benchmarks/bench_worlds.py --families small,needle --worlds 100 --teams 10 --jobs 2 --gain-prior "
+        "history-fix-per-method-shrunk-hierarchy --strategies q_cvu,mv_greedy,pandora "
+        "--out benchmarks/results/worlds_teams_hierarchy_rivals.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
                  "--out benchmarks/results/backends.json"),
     "sysid": "python benchmarks/bench_sysid.py --reps 80 --out benchmarks/results/sysid.json",
@@ -1791,6 +1801,59 @@ def _stopping_at_once(data: dict, shrunk: dict | None) -> list[str]:
     return out + [""]
 
 
+def _mean_on_paired(a: dict, b: dict, family: str, field: str) -> tuple[float, float]:
+    """The rule's mean `field` in a and in b over the worlds of `family` both ran."""
+    rows = [_by_world(d, family, field) for d in (a, b)]
+    worlds = [w for w, s in rows[0] if s == "q_cvu" and (w, "q_cvu") in rows[1]]
+    return tuple(float(np.mean([r[w, "q_cvu"] for w in worlds])) for r in rows)
+
+
+def teams_hierarchy(data: dict, default: dict | None, rivals: dict | None, *defaults: dict | None) -> list[str]:
+    """The team prior with each method's mean shrunk toward a fitted common one and the whole
+    hierarchy sized, over ten teams: the rule under it against the rule under the default team
+    prior (`default`, else the first of `defaults` that ran the family) and against stopping at
+    once, paired by world; given `rivals`, the belief-driven rivals under it too."""
+    baselines = [t for t in (default, *defaults) if t is not None]
+    out = ["## Ten teams: each method's mean shrunk and the whole hierarchy sized", "",
+           f"`{COMMANDS['worlds_teams_hierarchy']}` ({_machine(data)})", "",
+           ("The team prior of `bayes-s2r prior --candidates --shrink --hierarchy` (`--gain-prior "
+            "history-fix-per-method-shrunk-hierarchy`): each method's mean shrunk toward a common mean fitted with "
+            "it, averaged over the posterior of the methods' spread, and the levels above the candidate's sized with "
+            "the fitted candidate level, with the default's one-fix structure and fix per method. World w takes team "
+            "w mod 10's prior, as in the tables above. The rule under it is paired by world with the rule under the "
+            "default team prior (`history-fix-per-method`; "
+            + (f"`{COMMANDS['worlds_teams_hierarchy_default']}` where no table above ran the family" if default else "")
+            + ") and with stopping at once."), "", *_stale(data), *_merged_parts(data["settings"]),
+           ("| family | q_cvu net utility | − q_cvu under the default team prior, 95% | q_cvu − stopping at once, 95% "
+            "| the same under the default, 95% | decisions (under the default) |"), "|---|---|---|---|---|---|"]
+    def baseline(family):
+        return next((t for t in baselines if family in t["summary"] and "q_cvu" in t["summary"][family]), None)
+
+    paired, lost, gained = [], [], []
+    for table in (data, rivals or {"summary": {}}):
+        for family in table["summary"]:
+            if (base := baseline(family)) is not None:
+                lo, hi = common.t_interval(_paired_diffs(table, base, family, "q_cvu"))
+                paired.append(family)
+                (lost if hi < 0 else gained if lo > 0 else []).append(family)
+    for family, summary in data["summary"].items():
+        if (base := baseline(family)) is None:
+            continue
+        diff = _paired_diffs(data, base, family, "q_cvu")
+        rounds = _mean_on_paired(data, base, family, "rounds")
+        out.append(f"| {family} | {summary['q_cvu']['net_utility_mean']:.3f} | {_diff_cell(diff)} | "
+                   f"{_diff_cell(_paired_diffs(data, data, family, 'q_cvu', b_strategy=STOP))} | "
+                   f"{_diff_cell(_paired_diffs(base, base, family, 'q_cvu', b_strategy=STOP))} | "
+                   f"{rounds[0]:.1f} ({rounds[1]:.1f}) |")
+    if rivals is not None:
+        out += [""] + _worlds_rivals(rivals, (
+            f"The belief-driven rivals under the same prior (`{COMMANDS['worlds_teams_hierarchy_rivals']}`, "
+            f"{_machine(rivals)}); the last column pairs the rule with the rule under the default team prior:"),
+            next((t for t in baselines if set(rivals["summary"]) <= set(t["summary"])), None), level=True)
+    return out + [(f"Over these {len(paired)} families the rule under this prior is below itself under the default with an interval that "
+                   f"excludes 0 in {', '.join(lost) or 'none'}, and above it in {', '.join(gained) or 'none'}."), ""]
+
+
 def team_prior_variants(long: dict, baseline: dict | None, held_out: dict | None) -> list[str]:
     """The rule and its rivals, every strategy under the same prior, where the team prior comes
     from a longer history, or places the starting policies where past campaigns started."""
@@ -2019,6 +2082,8 @@ SECTIONS = [
     Section(("worlds_teams", "worlds_teams_lookahead", "worlds_history_fix_per_method",
              "worlds_history_fix_per_method_rivals", "worlds_kin", "worlds_history_fix_method",
              "worlds_history_fix_method_rivals", "worlds_history_fix", "worlds_teams_shrunk"), teams),
+    Section(("worlds_teams_hierarchy", "worlds_teams_hierarchy_default", "worlds_teams_hierarchy_rivals",
+             "worlds_teams", "worlds_teams_lookahead"), teams_hierarchy),
     Section(("belief_structure", "belief_structure_library"), belief_structure),
     Section(("regime", "regime_si2", "regime_dr_x4"), regime),
     Section(("backends", "sysid", "sysid_mjx", "sysid_mjx_seed1"), backends),

@@ -272,14 +272,23 @@ def test_prior_with_each_methods_mean_from_the_candidates_file(tmp_path):
     # too few past effects of each method: the text says one mean was kept
     few = CliRunner().invoke(app, ["prior", *past[:4], "--candidates", str(toml)])
     assert few.exit_code == 0 and "no method had 10 past effects" in few.output, few.output
-    # shrunk toward one mean by the evidence: the methods stay apart, DR (few effects far from the
-    # mean) nearer to it than on its own
+    # shrunk toward a common mean fitted with them: the methods stay apart, DR (few effects far
+    # from the common mean) nearer to it than on its own
     shrunk = CliRunner().invoke(app, ["prior", *past, "--shrink", "--candidates", str(toml), "--json"])
     assert shrunk.exit_code == 0, shrunk.output
     printed = json.loads(shrunk.stdout)
-    means = dict(printed["prior"]["method_locs"])
+    means, common = dict(printed["prior"]["method_locs"]), printed["prior"]["gain_loc"]
     assert printed["method_spread"] > 0 and means["FT"] > means["DR"] + 1.0
-    assert abs(means["DR"] - 0.3) < abs(locs["DR"] - 0.3)
+    assert abs(means["DR"] - common) < abs(locs["DR"] - common)
+    # the upper levels sized with the candidate level, in the library's proportions
+    from bayes_s2r.models.gains import GainPrior
+
+    library, sized = GainPrior(), json.loads(CliRunner().invoke(
+        app, ["prior", *past, "--hierarchy", "--candidates", str(toml), "--json"]).stdout)["prior"]
+    k = sized["gain_scale"] / library.gain_scale
+    assert k != pytest.approx(1.0)
+    assert (sized["method_scale"], sized["group_scale"]) == pytest.approx((k * library.method_scale,
+                                                                          k * library.group_scale))
     for args in (["--shrink"], ["--shrink", "--one-mean", "--candidates", str(toml)]):
         refused = CliRunner().invoke(app, ["prior", *past, *args])
         assert refused.exit_code != 0 and "--shrink" in refused.output
