@@ -214,13 +214,13 @@ COMMANDS = {
         "history-fix-per-method-shrunk --strategies q_cvu,q_beta0,mv_greedy,thompson,pandora,dr_only,oracle_safe "
         "--out benchmarks/results/worlds_teams_shrunk.json"),
     "worlds_teams_hierarchy": (
-        "python benchmarks/bench_worlds.py --families sim_fix,late --worlds 60 --teams 10 --jobs 2 --gain-prior "
+        "python benchmarks/bench_worlds.py --families sim_fix --worlds 60 --teams 10 --jobs 2 --gain-prior "
         "history-fix-per-method-shrunk-hierarchy --strategies q_cvu --out benchmarks/results/worlds_teams_hierarchy.json"),
     "worlds_teams_hierarchy_default": (
-        "python benchmarks/bench_worlds.py --families sim_fix,late --worlds 60 --teams 10 --jobs 2 --gain-prior "
+        "python benchmarks/bench_worlds.py --families sim_fix --worlds 60 --teams 10 --jobs 2 --gain-prior "
         "history-fix-per-method --strategies q_cvu --out benchmarks/results/worlds_teams_hierarchy_default.json"),
     "worlds_teams_hierarchy_rivals": (
-        "python benchmarks/bench_worlds.py --families small,needle --worlds 100 --teams 10 --jobs 2 --gain-prior "
+        "python benchmarks/bench_worlds.py --families small --worlds 100 --teams 10 --jobs 2 --gain-prior "
         "history-fix-per-method-shrunk-hierarchy --strategies q_cvu,mv_greedy,pandora "
         "--out benchmarks/results/worlds_teams_hierarchy_rivals.json"),
     "backends": ("python benchmarks/bench_backends.py --episodes 1024 --envs 256 1024 4096 --card-episodes 512 "
