@@ -12,9 +12,11 @@ in place of the campaign's default continuation, `q_cvu@g0_depth2` the same two 
 Per family and strategy: mean net utility (final J − λ0·spent), final J, spending per
 resource, unsafe episodes per campaign while executing candidates (and, apart, unsafe
 events a safety probe's supervised runs caught), rounds, and the 95% paired t-interval
-over worlds of each strategy's net utility minus the rule's (`q_cvu`). `gap_closed` is the
-share of the gap, on net utility, from the best non-oracle strategy with no more unsafe
-episodes than the rule to `oracle_safe` that the rule closes.
+over worlds of each strategy's net utility minus the rule's (`q_cvu`). `stop_at_once` is the
+row of keeping the starting policy and spending nothing (net utility the start's J; no
+campaign runs for it). `gap_closed` is the share of the gap, on net utility, from the best
+non-oracle strategy (stopping at once included) with no more unsafe episodes than the rule to
+`oracle_safe` that the rule closes.
 
     python benchmarks/bench_worlds.py                                   # small: 2 families, 4 worlds
     python benchmarks/bench_worlds.py --families easy,needle,small,robot,pandora --worlds 200 --jobs 2 \
