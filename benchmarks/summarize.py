@@ -25,7 +25,6 @@ from typing import NamedTuple
 import bench_worlds
 import common
 import numpy as np
-from bench_worlds import STOP
 
 from bayes_s2r.campaign.config import CAMPAIGN_DECIDE
 from bayes_s2r.models.gains import GainPrior
@@ -768,7 +767,7 @@ def _by_world(data: dict, family: str, field: str) -> dict[tuple[int, str], floa
     the start's J and spends nothing, so its net utility and final J are the start's J."""
     out = {(r["world"], r["strategy"]): r[field] for r in data["rows"] if r["family"] == family}
     if field in ("net_utility", "final_J"):
-        out.update({(r["world"], STOP): r["start_J"] for r in data["rows"] if r["family"] == family and "start_J" in r})
+        out.update({(r["world"], bench_worlds.STOP): r["start_J"] for r in data["rows"] if r["family"] == family and "start_J" in r})
     return out
 
 
@@ -1786,9 +1785,8 @@ def _stopping_at_once(data: dict, shrunk: dict | None) -> list[str]:
     none_above = []  # families where no strategy but the oracles gains over stopping at once
     for family, summary in data["summary"].items():
         above = False
-        for name in (k for k in summary if not k.startswith("_") and k != STOP):
-            gained = [np.array([r["net_utility"] - r["start_J"] for r in table["rows"]
-                                if r["family"] == family and r["strategy"] == name])
+        for name in (k for k in summary if not k.startswith("_") and k != bench_worlds.STOP):
+            gained = [_paired_diffs(table, table, family, name, b_strategy=bench_worlds.STOP)
                       for table in (data, shrunk) if table is not None]
             above |= not name.startswith("oracle") and common.t_interval(gained[0])[0] > 0
             out.append(f"| {family} | {name} | " + " | ".join(map(_diff_cell, gained)) + " |")
@@ -1826,31 +1824,28 @@ def teams_hierarchy(data: dict, default: dict | None, rivals: dict | None, *defa
             + ") and with stopping at once."), "", *_stale(data), *_merged_parts(data["settings"]),
            ("| family | q_cvu net utility | − q_cvu under the default team prior, 95% | q_cvu − stopping at once, 95% "
             "| the same under the default, 95% | decisions (under the default) |"), "|---|---|---|---|---|---|"]
-    def baseline(family):
-        return next((t for t in baselines if family in t["summary"] and "q_cvu" in t["summary"][family]), None)
-
-    paired, lost, gained = [], [], []
-    for table in (data, rivals or {"summary": {}}):
-        for family in table["summary"]:
-            if (base := baseline(family)) is not None:
-                lo, hi = common.t_interval(_paired_diffs(table, base, family, "q_cvu"))
-                paired.append(family)
-                (lost if hi < 0 else gained if lo > 0 else []).append(family)
+    base_of = {family: next((t for t in baselines if "q_cvu" in t["summary"].get(family, {})), None)
+               for table in (data, rivals) if table for family in table["summary"]}
+    diffs = {family: _paired_diffs(table, base_of[family], family, "q_cvu")  # the rule under each prior
+             for table in (data, rivals) if table for family in table["summary"] if base_of[family]}
+    stop = bench_worlds.STOP
     for family, summary in data["summary"].items():
-        if (base := baseline(family)) is None:
+        if (base := base_of[family]) is None:
             continue
-        diff = _paired_diffs(data, base, family, "q_cvu")
         rounds = _mean_on_paired(data, base, family, "rounds")
-        out.append(f"| {family} | {summary['q_cvu']['net_utility_mean']:.3f} | {_diff_cell(diff)} | "
-                   f"{_diff_cell(_paired_diffs(data, data, family, 'q_cvu', b_strategy=STOP))} | "
-                   f"{_diff_cell(_paired_diffs(base, base, family, 'q_cvu', b_strategy=STOP))} | "
+        out.append(f"| {family} | {summary['q_cvu']['net_utility_mean']:.3f} | {_diff_cell(diffs[family])} | "
+                   f"{_diff_cell(_paired_diffs(data, data, family, 'q_cvu', b_strategy=stop))} | "
+                   f"{_diff_cell(_paired_diffs(base, base, family, 'q_cvu', b_strategy=stop))} | "
                    f"{rounds[0]:.1f} ({rounds[1]:.1f}) |")
+    bounds = {family: common.t_interval(d) for family, d in diffs.items()}
+    lost = [family for family, (_, hi) in bounds.items() if hi < 0]
+    gained = [family for family, (lo, _) in bounds.items() if lo > 0]
     if rivals is not None:
         out += [""] + _worlds_rivals(rivals, (
             f"The belief-driven rivals under the same prior (`{COMMANDS['worlds_teams_hierarchy_rivals']}`, "
             f"{_machine(rivals)}); the last column pairs the rule with the rule under the default team prior:"),
             next((t for t in baselines if set(rivals["summary"]) <= set(t["summary"])), None), level=True)
-    return out + [(f"Over these {len(paired)} families the rule under this prior is below itself under the default with an interval that "
+    return out + [(f"Over these {len(diffs)} families the rule under this prior is below itself under the default with an interval that "
                    f"excludes 0 in {', '.join(lost) or 'none'}, and above it in {', '.join(gained) or 'none'}."), ""]
 
 
