@@ -19,7 +19,9 @@ def _real_success(sim, robot, policy, key=99, n=64):
 def test_si_then_retrain_recovers_latency_gap(sim, world, nominal, latency_robot, compiled):
     costs = sim.load_costs()
     before = latency_robot.hours_used
-    res = sim.run_intervention(jax.random.key(0), "si_retrain", {"trajectories": 4, "si_iterations": 20},
+    # 8 CEM generations in the fitted sim (16 by default) already reach ~97% real success
+    res = sim.run_intervention(jax.random.key(0), "si_retrain", {"trajectories": 4, "si_iterations": 20,
+                                                                 "iterations": 8},
                                nominal, world, latency_robot, name="si", round=3)
     si = res.info["si"]
     assert si.mean["latency"] == 2.0
