@@ -8,7 +8,7 @@ import bench_fit
 def test_bench_fit_smoke(tmp_path, capsys):
     out = tmp_path / "fit.json"
     result = bench_fit.main(["--candidates", "8", "--rows", "200", "--big-rows", "2000",
-                             "--warmup", "50", "--samples", "50", "--svi-steps", "100",
+                             "--warmup", "50", "--samples", "50", "--svi-steps", "100", "--repeats", "1",
                              "--out", str(out)])
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(out.read_text()) == json.loads(json.dumps(result))
