@@ -561,14 +561,18 @@ def prior_command(
     candidates: Annotated[Path | None, typer.Option(
         "--candidates", help="Candidates TOML file naming the past candidates' methods (for each method's mean).",
         show_default=False)] = None,
-    shrink: Annotated[bool, typer.Option(
-        "--shrink", help="Shrink each method's mean toward a common mean fitted with it, averaged over the "
-                         "posterior of the methods' spread (fit_gain_prior's gain_locs, method_spreads and "
-                         "integrate_method_spread), instead of fitting it on its own; needs --candidates.")] = False,
-    hierarchy: Annotated[bool, typer.Option(
-        "--hierarchy", help="Size the levels above the candidate's (the gain, method and group levels) with the "
-                            "fitted candidate level instead of keeping the library's (fit_gain_prior's "
-                            "scale_hierarchy).")] = False,
+    shrink: Annotated[bool | None, typer.Option(
+        "--shrink/--own-means",
+        help="Shrink each method's mean toward a common mean fitted with it, averaged over the posterior of the "
+             "methods' spread (fit_gain_prior's gain_locs, method_spreads and integrate_method_spread), or fit "
+             "each on its own. Needs --candidates. Default: shrunk when each method has its own mean.",
+        show_default=False)] = None,
+    hierarchy: Annotated[bool | None, typer.Option(
+        "--hierarchy/--no-hierarchy",
+        help="Size the levels above the candidate's (the gain, method and group levels) with the fitted candidate "
+             "level, or keep the library's (fit_gain_prior's scale_hierarchy). Default: sized when the methods' "
+             "means are shrunk, except with --shared.",
+        show_default=False)] = None,
     shared: Annotated[bool, typer.Option(
         "--shared", help="Size the levels one campaign's candidates share by the evidence (fit_gain_prior's "
                          "shared_scales; 0 makes them independent given the prior).")] = False,
@@ -616,6 +620,10 @@ def prior_command(
         raise InputError("--shrink", True, "--candidates naming the methods, and not --one-mean")
     if method_means is None:  # each method's own mean when the methods are known (docs/decide.md, team prior)
         method_means = candidates is not None
+    if shrink is None:  # shrunk, with the hierarchy sized, by default (docs/decide.md, team prior)
+        shrink = method_means
+    if hierarchy is None:  # --shared sizes those levels by the evidence instead
+        hierarchy = shrink and not shared
     if one_fix and shared:
         raise InputError("--one-fix", True, "off with --shared (the two are not searched together)")
     if one_fix is None:  # searched by default (docs/decide.md, "When at most one candidate is the fix")

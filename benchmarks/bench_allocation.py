@@ -78,8 +78,8 @@ PRICES = {"real": 0.02, "compute": 0.05, "eng": 0.005}
 #: (4): an intervention either fixes the failure or does not. `--gain-prior '{}'`
 #: runs the library's default `GainPrior` instead (normal candidate level of scale 2); the
 #: README reports each table under both. "history-fix" fits the prior as `bayes-s2r prior
-#: --candidates` does by default: each method's mean and the one-fix structure with each
-#: method's own fix probability and a fix per method searched too.
+#: --candidates --own-means --no-hierarchy` does: each method's own mean and the one-fix structure
+#: with each method's own fix probability and a fix per method searched too.
 TEAM_GAIN_PRIOR = "history"
 #: The `--gain-prior` values fitted from past campaigns.
 HISTORY_PRIORS = ("history", "history-fix")
@@ -104,7 +104,7 @@ def history_priors(table, worlds, args, one_fix: bool = False) -> dict[str, dict
     """Per world, the team prior fitted (`bayes_s2r.fit_gain_prior`) from one past campaign on
     each *other* world of the table: what a lab that worked on those robots before would
     bring to this one. The world itself never informs its own prior. With `one_fix`, as
-    `bayes-s2r prior --candidates` fits it by default (each method's mean, the one-fix
+    `bayes-s2r prior --candidates --own-means --no-hierarchy` fits it (each method's mean, the one-fix
     structure, each method's fix probability and a fix per method searched). Returns, per
     world, the fitted GainPrior fields and what the fit saw."""
     import bayes_s2r as bs
@@ -333,7 +333,8 @@ def main(argv=None) -> dict:
     p.add_argument("--gain-prior", type=_gain_prior_arg, default=TEAM_GAIN_PRIOR,
                    help="the belief-based strategies' prior: 'history' (default: per world, fitted "
                         "from past campaigns on the other worlds), 'history-fix' (the same as `bayes-s2r prior "
-                        "--candidates` fits it by default: method means and the one-fix structure searched too) "
+                        "--candidates --own-means --no-hierarchy` fits it: method means and the one-fix structure searched "
+                        "too) "
                         "or a JSON object of GainPrior fields ('{}': the library's defaults)")
     p.add_argument("--cvu-samples", type=int, default=_LIBRARY_CVU_SAMPLES,
                    help="outcomes per candidate in the look-ahead (default: CampaignConfig's)")

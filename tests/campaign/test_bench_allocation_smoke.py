@@ -90,7 +90,7 @@ def test_a_history_prior_is_fitted_per_world_from_the_other_worlds_and_reaches_t
         assert fit["prior"] in seen  # the campaigns of that world were configured with it
 
 
-def test_a_one_fix_history_prior_is_the_one_the_prior_command_fits_by_default(tmp_path):
+def test_a_one_fix_history_prior_is_the_one_the_prior_command_fits_with_each_methods_own_mean(tmp_path):
     from typer.testing import CliRunner
 
     import bayes_s2r.cli_decide  # noqa: F401  (registers the prior command on the app)
@@ -107,7 +107,7 @@ def test_a_one_fix_history_prior_is_the_one_the_prior_command_fits_by_default(tm
         other = next(w for w in fits if w != world)
         past = history_records(table, other, candidates, episodes=48, seed=bench_allocation.HISTORY_SEED)
         write_json(past, tmp_path / f"{other}.json")
-        printed = CliRunner().invoke(app, ["prior", str(tmp_path / f"{other}.json"),
+        printed = CliRunner().invoke(app, ["prior", str(tmp_path / f"{other}.json"), "--own-means", "--no-hierarchy",
                                            "--candidates", str(tmp_path / "candidates.toml"), "--json"])
         assert printed.exit_code == 0, printed.output
         expected = json.loads(printed.stdout)["prior"]  # the per-method fields as (name, value) pairs

@@ -253,8 +253,8 @@ def test_prior_with_each_methods_mean_from_the_candidates_file(tmp_path):
     toml.write_text('[[candidate]]\nname = "fix"\nrole = "adaptation"\nlens = "optimization"\nmethod = "FT"\n'
                     '[[candidate]]\nname = "other"\nrole = "adaptation"\nlens = "data"\nmethod = "DR"\n')
     out = tmp_path / "prior.json"
-    result = CliRunner().invoke(app, ["prior", *past, "--method-means", "--candidates", str(toml), "--json",
-                                      "--out", str(out)])
+    result = CliRunner().invoke(app, ["prior", *past, "--method-means", "--own-means", "--candidates", str(toml),
+                                      "--json", "--out", str(out)])
     assert result.exit_code == 0, result.output
     locs = dict(json.loads(result.stdout)["prior"]["method_locs"])
     assert locs["FT"] > locs["DR"] + 1.0
@@ -264,17 +264,16 @@ def test_prior_with_each_methods_mean_from_the_candidates_file(tmp_path):
     assert dict(_read_prior(out).method_locs) == locs
     missing = CliRunner().invoke(app, ["prior", *past, "--method-means"])
     assert missing.exit_code != 0 and "--candidates" in missing.output
-    # each method's mean is the default once the methods are known; --one-mean keeps one for all
-    default = CliRunner().invoke(app, ["prior", *past, "--candidates", str(toml), "--json"])
-    assert default.exit_code == 0 and dict(json.loads(default.stdout)["prior"]["method_locs"]) == locs
+    # --one-mean keeps one mean for all
     one = CliRunner().invoke(app, ["prior", *past, "--one-mean", "--candidates", str(toml), "--json"])
     assert one.exit_code == 0 and json.loads(one.stdout)["prior"]["method_locs"] == []
     # too few past effects of each method: the text says one mean was kept
-    few = CliRunner().invoke(app, ["prior", *past[:4], "--candidates", str(toml)])
+    few = CliRunner().invoke(app, ["prior", *past[:4], "--own-means", "--candidates", str(toml)])
     assert few.exit_code == 0 and "no method had 10 past effects" in few.output, few.output
     # shrunk toward a common mean fitted with them: the methods stay apart, DR (few effects far
     # from the common mean) nearer to it than on its own
-    shrunk = CliRunner().invoke(app, ["prior", *past, "--shrink", "--candidates", str(toml), "--json"])
+    shrunk = CliRunner().invoke(app, ["prior", *past, "--shrink", "--no-hierarchy", "--candidates", str(toml),
+                                      "--json"])
     assert shrunk.exit_code == 0, shrunk.output
     printed = json.loads(shrunk.stdout)
     means, common = dict(printed["prior"]["method_locs"]), printed["prior"]["gain_loc"]
@@ -289,6 +288,14 @@ def test_prior_with_each_methods_mean_from_the_candidates_file(tmp_path):
     assert k != pytest.approx(1.0)
     assert (sized["method_scale"], sized["group_scale"]) == pytest.approx((k * library.method_scale,
                                                                           k * library.group_scale))
+    # both are the default once the methods are known; --own-means --no-hierarchy keeps each method's own
+    # mean and the library's upper levels
+    default = CliRunner().invoke(app, ["prior", *past, "--candidates", str(toml), "--json"])
+    assert default.exit_code == 0 and json.loads(default.stdout)["prior"] == sized
+    own = CliRunner().invoke(app, ["prior", *past, "--own-means", "--no-hierarchy", "--candidates", str(toml),
+                                   "--json"])
+    assert own.exit_code == 0 and dict(json.loads(own.stdout)["prior"]["method_locs"]) == locs
+    assert json.loads(own.stdout)["prior"]["gain_scale"] == library.gain_scale
     for args in (["--shrink"], ["--shrink", "--one-mean", "--candidates", str(toml)]):
         refused = CliRunner().invoke(app, ["prior", *past, *args])
         assert refused.exit_code != 0 and "--shrink" in refused.output
