@@ -37,8 +37,8 @@ PAGE = "docs/results.md"
 #: The suffix of an allocation table run under the library's default gain prior (`--gain-prior '{}'`)
 #: rather than the team prior fitted from the other worlds.
 LIBRARY_PRIOR = "_library_prior"
-#: The suffix of an allocation table run under the team prior fitted as `bayes-s2r prior --candidates`
-#: fits it by default, the one-fix structure searched too (`--gain-prior history-fix`).
+#: The suffix of an allocation table run under the team prior fitted as `bayes-s2r prior --candidates
+#: --own-means --no-hierarchy` fits it, the one-fix structure searched too (`--gain-prior history-fix`).
 ONE_FIX_PRIOR = "_one_fix_prior"
 
 #: The rows a rival of the toolkit's rule is not: the rule itself and the two oracles.
@@ -336,8 +336,8 @@ def allocation_overview(tables: list[tuple[str, dict, dict | None, dict | None]]
             "(1 − the posterior probability that its choice is the best), for its first choice and its later "
             "ones, averaged over the worlds; a value near 1 − 1/k says that the belief cannot tell k candidates "
             "apart. The last two columns give the rule's J under the library's default prior and under the "
-            "team prior fitted with the one-fix structure, as `bayes-s2r prior --candidates` fits it by "
-            "default (with the number of that table's non-oracle strategies below it with an interval that "
+            "team prior fitted with the one-fix structure, as `bayes-s2r prior --candidates --own-means "
+            "--no-hierarchy` fits it (with the number of that table's non-oracle strategies below it with an interval that "
             "excludes zero)."), "",
            ("| budget | q_cvu | unsafe | best other strategy | rivals below | gap closed | flip probability "
             "(first / later) | q_cvu, library prior | q_cvu, one-fix team prior |"),
@@ -406,7 +406,7 @@ def _library_prior(data: dict, library: dict, name: str) -> list[str]:
 
 def _one_fix_prior(data: dict, one_fix: dict, name: str) -> list[str]:
     """The same table under the team prior fitted with the one-fix structure searched, as
-    `bayes-s2r prior --candidates` fits it by default, and the rule under it paired against
+    `bayes-s2r prior --candidates --own-means --no-hierarchy` fits it, and the rule under it paired against
     the rule under the table's own prior (same seeds and worlds)."""
     if not _same_grid(data, one_fix):
         return []
@@ -417,8 +417,8 @@ def _one_fix_prior(data: dict, one_fix: dict, name: str) -> list[str]:
     what = "; ".join(f"each candidate the fix with probability {q:g}, its effect N({m:g}, {w:g}²) logits"
                      for q, m, w in chosen)
     rivals, below = _rivals_below(one_fix)
-    return [(f"Under the team prior fitted with the one-fix structure searched too, as `bayes-s2r prior --candidates` "
-             f"fits it by default (`{COMMANDS[name + ONE_FIX_PRIOR]}`, {_machine(one_fix)}; per world: {what}), over "
+    return [(f"Under the team prior fitted with the one-fix structure searched too, as `bayes-s2r prior --candidates "
+             f"--own-means --no-hierarchy` fits it (`{COMMANDS[name + ONE_FIX_PRIOR]}`, {_machine(one_fix)}; per world: {what}), over "
              "the worlds: " + ", ".join(f"{_paired(over, k, 'final_J')}; {over[k]['safety_violations']:.1f}"
                                         for k in fs["strategies"])
              + f". There the rule is above {below} of the {len(rivals)} non-oracle strategies with a paired interval "
@@ -1584,7 +1584,8 @@ def one_fix_hierarchy(data: dict, check: dict | None, method_fix_table: dict, ri
     paired by world, next to what each prior expects a try to bring and what a first try truly brings."""
     out = ["## The team prior's whole hierarchy sized, under the one-fix structure", "",
            f"`{COMMANDS['worlds_history_fix_method_hierarchy']}` ({_machine(data)})", "",
-           ("The default team prior (`bayes-s2r prior --candidates`: each method's mean and fix probability fitted) "
+           ("The default team prior of these tables (`bayes-s2r prior --candidates --own-means --no-hierarchy`: each "
+            "method's own mean and fix probability fitted) "
             "sizes the candidate level alone; the levels a campaign's candidates share keep the library's scales "
             "(0.5, 0.5, 0.3 logits) and add their spread on top. With `scale_hierarchy=True` they are sized with "
             "the candidate level (`--gain-prior history-fix-method-hierarchy`). The prior check "
@@ -1631,7 +1632,7 @@ def fix_per_method(data: dict, rivals: dict | None, kin: dict | None, check: dic
            f"`{COMMANDS['worlds_history_fix_per_method']}` ({_machine(data)})", "",
            ("`GainPrior(fix_unit=\"method\")` makes each method work in a campaign with its probability, independently "
             "of the others, and then every candidate of it a fix; `fit_gain_prior(..., fix_units=(\"candidate\", "
-            "\"method\"))` (`bayes-s2r prior --candidates` by default since this section, `--gain-prior "
+            "\"method\"))` (`bayes-s2r prior --candidates --own-means --no-hierarchy`, `--gain-prior "
             "history-fix-per-method`) keeps the unit with the larger marginal likelihood of the past campaigns, the "
             "method unit only by a log Bayes factor above `FIX_UNIT_MARGIN` (1), the rest searched as in the default "
             "team prior. "
@@ -1808,22 +1809,23 @@ def _mean_on_paired(a: dict, b: dict, family: str, field: str) -> tuple[float, f
 
 def teams_hierarchy(data: dict, default: dict | None, rivals: dict | None, *defaults: dict | None) -> list[str]:
     """The team prior with each method's mean shrunk toward a fitted common one and the whole
-    hierarchy sized, over ten teams: the rule under it against the rule under the default team
-    prior (`default`, else the first of `defaults` that ran the family) and against stopping at
+    hierarchy sized, over ten teams: the rule under it against the rule under each method's own
+    mean and the library's upper levels (`default`, else the first of `defaults` that ran the family) and against stopping at
     once, paired by world; given `rivals`, the belief-driven rivals under it too."""
     baselines = [t for t in (default, *defaults) if t is not None]
     out = ["## Ten teams: each method's mean shrunk and the whole hierarchy sized", "",
            f"`{COMMANDS['worlds_teams_hierarchy']}` ({_machine(data)})", "",
-           ("The team prior of `bayes-s2r prior --candidates --shrink --hierarchy` (`--gain-prior "
+           ("The team prior `bayes-s2r prior --candidates` fits by default (`--shrink --hierarchy`; `--gain-prior "
             "history-fix-per-method-shrunk-hierarchy`): each method's mean shrunk toward a common mean fitted with "
             "it, averaged over the posterior of the methods' spread, and the levels above the candidate's sized with "
-            "the fitted candidate level, with the default's one-fix structure and fix per method. World w takes team "
+            "the fitted candidate level, with the one-fix structure and fix per method searched. World w takes team "
             "w mod 10's prior, as in the tables above. The rule under it is paired by world with the rule under the "
-            "default team prior (`history-fix-per-method`; "
+            "team prior of the tables above, each method's own mean and the library's upper levels "
+            "(`--own-means --no-hierarchy`, `history-fix-per-method`; \"the own means\" below; "
             + (f"`{COMMANDS['worlds_teams_hierarchy_default']}` where no table above ran the family" if default else "")
             + ") and with stopping at once."), "", *_stale(data), *_merged_parts(data["settings"]),
-           ("| family | q_cvu net utility | − q_cvu under the default team prior, 95% | q_cvu − stopping at once, 95% "
-            "| the same under the default, 95% | decisions (under the default) |"), "|---|---|---|---|---|---|"]
+           ("| family | q_cvu net utility | − q_cvu under the own means, 95% | q_cvu − stopping at once, 95% "
+            "| the same under the own means, 95% | decisions (under the own means) |"), "|---|---|---|---|---|---|"]
     base_of = {family: next((t for t in baselines if "q_cvu" in t["summary"].get(family, {})), None)
                for table in (data, rivals) if table for family in table["summary"]}
     diffs = {family: _paired_diffs(table, base_of[family], family, "q_cvu")  # the rule under each prior
@@ -1843,9 +1845,9 @@ def teams_hierarchy(data: dict, default: dict | None, rivals: dict | None, *defa
     if rivals is not None:
         out += [""] + _worlds_rivals(rivals, (
             f"The belief-driven rivals under the same prior (`{COMMANDS['worlds_teams_hierarchy_rivals']}`, "
-            f"{_machine(rivals)}); the last column pairs the rule with the rule under the default team prior:"),
+            f"{_machine(rivals)}); the last column pairs the rule with the rule under the own means:"),
             next((t for t in baselines if set(rivals["summary"]) <= set(t["summary"])), None), level=True)
-    return out + [(f"Over these {len(diffs)} families the rule under this prior is below itself under the default with an interval that "
+    return out + [(f"Over these {len(diffs)} families the rule under this prior is below itself under the own means with an interval that "
                    f"excludes 0 in {', '.join(lost) or 'none'}, and above it in {', '.join(gained) or 'none'}."), ""]
 
 

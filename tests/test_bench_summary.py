@@ -636,7 +636,7 @@ def test_the_ten_teams_section_pairs_each_rival_over_the_teams_and_under_the_one
     assert "| s | 0.525 | 0.00 |" in section and section.rstrip().endswith(f"{cell(np.array([0.1, 0.0, 0.1, 0.1]))} |")
 
 
-def test_the_hierarchy_section_pairs_the_rule_with_the_default_prior_and_with_stopping_at_once():
+def test_the_hierarchy_section_pairs_the_rule_with_the_own_means_prior_and_with_stopping_at_once():
     table, cell = _worlds_table, summarize._diff_cell
     data = table({("a", "q_cvu"): [0.5, 0.6, 0.7], ("b", "q_cvu"): [0.2, 0.2, 0.2]})
     default = table({("a", "q_cvu"): [0.4, 0.5, 0.6]})
@@ -649,5 +649,5 @@ def test_the_hierarchy_section_pairs_the_rule_with_the_default_prior_and_with_st
             f"{cell(np.array([0.4, 0.5, 0.6]) - start)} | 2.0 (2.0) |") in text
     assert f"| b | 0.200 | {cell(np.array([-0.1, -0.15, -0.1]))} |" in text
     assert "| c | 0.500 | 0.00 | none | mv_greedy +0.000" in text and f"{cell(np.full(2, 0.1))} |" in text
-    assert ("Over these 3 families the rule under this prior is below itself under the default with an interval "
+    assert ("Over these 3 families the rule under this prior is below itself under the own means with an interval "
             "that excludes 0 in b, and above it in a, c.") in text
