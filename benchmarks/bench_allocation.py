@@ -333,9 +333,8 @@ def main(argv=None) -> dict:
     p.add_argument("--gain-prior", type=_gain_prior_arg, default=TEAM_GAIN_PRIOR,
                    help="the belief-based strategies' prior: 'history' (default: per world, fitted "
                         "from past campaigns on the other worlds), 'history-fix' (the same as `bayes-s2r prior "
-                        "--candidates --own-means --no-hierarchy` fits it: method means and the one-fix structure searched "
-                        "too) "
-                        "or a JSON object of GainPrior fields ('{}': the library's defaults)")
+                        "--candidates --own-means --no-hierarchy` fits it: method means and the one-fix structure "
+                        "searched too) or a JSON object of GainPrior fields ('{}': the library's defaults)")
     p.add_argument("--cvu-samples", type=int, default=_LIBRARY_CVU_SAMPLES,
                    help="outcomes per candidate in the look-ahead (default: CampaignConfig's)")
     p.add_argument("--repeat-share", type=float, default=0.0,
