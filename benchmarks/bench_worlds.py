@@ -336,12 +336,14 @@ def main(argv=None) -> dict:
                         "history-baseline: history with the starting policies' level fitted to the past starts "
                         "(baseline_level=True); history-fix: history with the one-fix structure searched (fix_probs="
                         "DEFAULT_FIX_PROBS); history-fix-method: history-fix with each method's own fix probability "
-                        "shrunk toward one (method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS); history-fix-method-hierarchy: history-fix-method with "
+                        "shrunk toward one (method_fix_concentrations=DEFAULT_METHOD_FIX_CONCENTRATIONS); "
+                        "history-fix-method-hierarchy: history-fix-method with "
                         "the whole effect hierarchy sized (scale_hierarchy=True); history-fix-per-method-shrunk: history-fix-per-method "
                         "with each method's mean shrunk toward a fitted common mean (DEFAULT_LOCS), averaged over the "
                         "spread's posterior (integrate_method_spread=True); history-fix-per-method-shrunk-hierarchy: the same with the "
                         "whole effect hierarchy sized (scale_hierarchy=True), what `bayes-s2r prior --candidates` fits "
-                        "by default (history-fix-per-method: with --own-means --no-hierarchy); library: the library's default GainPrior. "
+                        "by default (history-fix-per-method: with --own-means --no-hierarchy); library: the library's "
+                        "default GainPrior. "
                         "The default, history, keeps the stored tables' prior (`bayes-s2r prior --candidates --no-one-fix`)")
     p.add_argument("--history-campaigns", type=int, default=12,
                    help="past campaigns the team prior is fitted from (worlds.history; ignored with --gain-prior library)")

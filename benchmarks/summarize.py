@@ -337,8 +337,8 @@ def allocation_overview(tables: list[tuple[str, dict, dict | None, dict | None]]
             "ones, averaged over the worlds; a value near 1 − 1/k says that the belief cannot tell k candidates "
             "apart. The last two columns give the rule's J under the library's default prior and under the "
             "team prior fitted with the one-fix structure, as `bayes-s2r prior --candidates --own-means "
-            "--no-hierarchy` fits it (with the number of that table's non-oracle strategies below it with an interval that "
-            "excludes zero)."), "",
+            "--no-hierarchy` fits it (with the number of that table's non-oracle strategies below it with an "
+            "interval that excludes zero)."), "",
            ("| budget | q_cvu | unsafe | best other strategy | rivals below | gap closed | flip probability "
             "(first / later) | q_cvu, library prior | q_cvu, one-fix team prior |"),
            "|---|---|---|---|---|---|---|---|---|"]
@@ -417,8 +417,9 @@ def _one_fix_prior(data: dict, one_fix: dict, name: str) -> list[str]:
     what = "; ".join(f"each candidate the fix with probability {q:g}, its effect N({m:g}, {w:g}²) logits"
                      for q, m, w in chosen)
     rivals, below = _rivals_below(one_fix)
-    return [(f"Under the team prior fitted with the one-fix structure searched too, as `bayes-s2r prior --candidates "
-             f"--own-means --no-hierarchy` fits it (`{COMMANDS[name + ONE_FIX_PRIOR]}`, {_machine(one_fix)}; per world: {what}), over "
+    return [(f"Under the team prior fitted with the one-fix structure searched too, as `bayes-s2r prior "
+             f"--candidates --own-means --no-hierarchy` fits it (`{COMMANDS[name + ONE_FIX_PRIOR]}`, "
+             f"{_machine(one_fix)}; per world: {what}), over "
              "the worlds: " + ", ".join(f"{_paired(over, k, 'final_J')}; {over[k]['safety_violations']:.1f}"
                                         for k in fs["strategies"])
              + f". There the rule is above {below} of the {len(rivals)} non-oracle strategies with a paired interval "
@@ -767,7 +768,8 @@ def _by_world(data: dict, family: str, field: str) -> dict[tuple[int, str], floa
     the start's J and spends nothing, so its net utility and final J are the start's J."""
     out = {(r["world"], r["strategy"]): r[field] for r in data["rows"] if r["family"] == family}
     if field in ("net_utility", "final_J"):
-        out.update({(r["world"], bench_worlds.STOP): r["start_J"] for r in data["rows"] if r["family"] == family and "start_J" in r})
+        out.update({(r["world"], bench_worlds.STOP): r["start_J"] for r in data["rows"]
+                    if r["family"] == family and "start_J" in r})
     return out
 
 
@@ -1810,8 +1812,9 @@ def _mean_on_paired(a: dict, b: dict, family: str, field: str) -> tuple[float, f
 def teams_hierarchy(data: dict, default: dict | None, rivals: dict | None, *defaults: dict | None) -> list[str]:
     """The team prior with each method's mean shrunk toward a fitted common one and the whole
     hierarchy sized, over ten teams: the rule under it against the rule under each method's own
-    mean and the library's upper levels (`default`, else the first of `defaults` that ran the family) and against stopping at
-    once, paired by world; given `rivals`, the belief-driven rivals under it too."""
+    mean and the library's upper levels (`default`, else the first of `defaults` that ran the
+    family) and against stopping at once, paired by world; given `rivals`, the belief-driven
+    rivals under it too."""
     baselines = [t for t in (default, *defaults) if t is not None]
     out = ["## Ten teams: each method's mean shrunk and the whole hierarchy sized", "",
            f"`{COMMANDS['worlds_teams_hierarchy']}` ({_machine(data)})", "",
@@ -1847,8 +1850,8 @@ def teams_hierarchy(data: dict, default: dict | None, rivals: dict | None, *defa
             f"The belief-driven rivals under the same prior (`{COMMANDS['worlds_teams_hierarchy_rivals']}`, "
             f"{_machine(rivals)}); the last column pairs the rule with the rule under the own means:"),
             next((t for t in baselines if set(rivals["summary"]) <= set(t["summary"])), None), level=True)
-    return out + [(f"Over these {len(diffs)} families the rule under this prior is below itself under the own means with an interval that "
-                   f"excludes 0 in {', '.join(lost) or 'none'}, and above it in {', '.join(gained) or 'none'}."), ""]
+    return out + [(f"Over these {len(diffs)} families the rule under this prior is below itself under the own means "
+                   f"with an interval that excludes 0 in {', '.join(lost) or 'none'}, and above it in {', '.join(gained) or 'none'}."), ""]
 
 
 def team_prior_variants(long: dict, baseline: dict | None, held_out: dict | None) -> list[str]:
